@@ -1,0 +1,150 @@
+"""
+The NorFab platform adapter: how NorFab requests enter the Hermes gateway.
+
+The gateway creates one adapter per served profile (``platforms.norfab`` is
+enabled in each agent profile's config). A request becomes a Hermes
+``MessageEvent`` handed to ``handle_message``; everything the gateway says
+back for that chat arrives through ``send``/``edit_message`` and is collected
+into the :class:`Turn` until ``on_processing_complete`` closes it.
+
+NorFab authenticates and routes callers before a request reaches the worker,
+so authorization is upstream: the gateway does not run its own allowlists.
+"""
+
+import asyncio
+import uuid
+from typing import Any, Dict, List, Optional
+
+from gateway.config import Platform
+from gateway.session import build_session_key
+from gateway.platforms.base import (
+    BasePlatformAdapter,
+    MessageEvent,
+    MessageType,
+    SendResult,
+)
+
+from .compat import PLATFORM
+
+USER_ID = "norfab"
+
+
+def _source(chat_id: str, profile: str) -> Any:
+    from gateway.session import SessionSource
+
+    return SessionSource(
+        platform=Platform(PLATFORM),
+        chat_id=chat_id,
+        chat_name=chat_id,
+        chat_type="dm",
+        user_id=USER_ID,
+        user_name=USER_ID,
+        profile=profile,
+    )
+
+
+def session_key(chat_id: str, profile: str) -> str:
+    """The gateway's session key for a NorFab chat of ``profile``."""
+    return build_session_key(_source(chat_id, profile), profile=profile)
+
+
+class Turn:
+    """What the gateway sent back for one submitted message."""
+
+    def __init__(self, chat_id: str):
+        self.chat_id = chat_id
+        self.sends: List[Dict[str, Any]] = []
+        self.outcome: Optional[str] = None
+        self.done = asyncio.get_running_loop().create_future()
+
+    def finish(self, outcome: Optional[str] = None) -> None:
+        if not self.done.done():
+            self.outcome = outcome
+            self.done.set_result(self)
+
+    @property
+    def reply(self) -> str:
+        """The last final message of the turn (progress edits excluded)."""
+        finals = [s["content"] for s in self.sends if s.get("final")]
+        return finals[-1] if finals else ""
+
+
+class NorfabAdapter(BasePlatformAdapter):
+    supports_async_delivery = True
+    interactive_resume = False
+
+    def __init__(self, config: Any):
+        super().__init__(config=config, platform=Platform(PLATFORM))
+        self._turns: Dict[str, Turn] = {}
+        # commands answered inline while a turn runs in the same chat
+        self._inline: Dict[str, Turn] = {}
+
+    @property
+    def authorization_is_upstream(self) -> bool:
+        return True
+
+    async def connect(self, *, is_reconnect: bool = False) -> bool:
+        self._mark_connected()
+        return True
+
+    async def disconnect(self) -> None:
+        for turn in [*self._turns.values(), *self._inline.values()]:
+            turn.finish("disconnected")
+        self._mark_disconnected()
+
+    async def get_chat_info(self, chat_id: str) -> Dict[str, Any]:
+        return {"name": chat_id, "type": "dm"}
+
+    def _collect(self, chat_id: str, item: Dict[str, Any]) -> None:
+        turn = self._inline.pop(chat_id, None)
+        if turn is not None:
+            turn.sends.append(item)
+            turn.finish("inline")
+            return
+        turn = self._turns.get(chat_id)
+        if turn is not None:
+            turn.sends.append(item)
+
+    async def send(
+        self,
+        chat_id: str,
+        content: str,
+        reply_to: Optional[str] = None,
+        metadata: Optional[Dict[str, Any]] = None,
+    ) -> SendResult:
+        message_id = uuid.uuid4().hex[:12]
+        final = bool((metadata or {}).get("notify"))
+        self._collect(chat_id, {"content": content, "final": final, "message_id": message_id})
+        return SendResult(success=True, message_id=message_id)
+
+    async def edit_message(
+        self, chat_id: str, message_id: str, content: str, *, finalize: bool = False
+    ) -> SendResult:
+        self._collect(chat_id, {"content": content, "edit_of": message_id, "final": False})
+        return SendResult(success=True, message_id=message_id)
+
+    async def on_processing_complete(self, event: MessageEvent, outcome: Any) -> None:
+        turn = self._turns.get(event.source.chat_id)
+        if turn is not None:
+            turn.finish(getattr(outcome, "value", str(outcome)))
+
+    async def submit(self, text: str, chat_id: str, profile: str) -> Turn:
+        """Hand ``text`` to the gateway as a message in ``chat_id``; the turn completes later."""
+        source = _source(chat_id, profile)
+        event = MessageEvent(
+            text=text, message_type=MessageType.TEXT, source=source, message_id=uuid.uuid4().hex[:12]
+        )
+        turn = Turn(chat_id)
+        if text.startswith("/") and build_session_key(source) in self._active_sessions:
+            # the gateway answers a command for a busy chat inline, with one
+            # send and no processing-complete callback
+            self._inline[chat_id] = turn
+        else:
+            self._turns[chat_id] = turn
+            turn.done.add_done_callback(lambda _: self._forget(chat_id, turn))
+        await self.handle_message(event)
+        return turn
+
+    def _forget(self, chat_id: str, turn: Turn) -> None:
+        if self._turns.get(chat_id) is turn:
+            del self._turns[chat_id]

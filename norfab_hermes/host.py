@@ -1,0 +1,447 @@
+"""
+The Hermes runtime of one hermes worker.
+
+``HermesHost`` owns the instance root (``HERMES_HOME``), renders one native
+profile per agent, runs Hermes' multiplexed ``GatewayRunner`` on an asyncio
+loop in its own thread, and keeps the registry of runs in flight. NorFab job
+threads call into it synchronously; budgets (wall clock, model calls) and
+interrupts are enforced here, because NorFab has no job cancellation and the
+gateway reads its iteration budget from one process-wide setting.
+"""
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import os
+import sys
+import threading
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+import yaml
+
+from . import profiles
+from .models import (
+    ActiveRun,
+    AgentDefinition,
+    HermesInventory,
+    InvokeResultData,
+    RunUsage,
+    StopReason,
+    ToolCallSummary,
+)
+
+log = logging.getLogger(__name__)
+
+HOST: Optional["HermesHost"] = None  # the plugin reaches the running host here
+POLL = 0.1  # seconds between budget checks of a waiting run
+GRACE = 5.0  # seconds an interrupted turn gets to wind down
+START_TIMEOUT = 120.0
+STOP_TIMEOUT = 15.0
+# Hermes modules that freeze HERMES_HOME when first imported
+FREEZING_MODULES = ("run_agent", "gateway.run", "hermes_state", "cron.jobs", "model_tools")
+
+
+class AgentUnavailable(LookupError):
+    """The named agent does not exist on this worker or cannot take runs."""
+
+
+class UnknownSession(LookupError):
+    """The session id is not one of the agent's sessions on this worker."""
+
+
+class Busy(RuntimeError):
+    """Every run slot and queue place of the worker is taken."""
+
+
+class Run:
+    """One invoke in flight: its budgets, progress and what ended it."""
+
+    def __init__(self, agent: str, chat_id: str, session_key: str, budget: float, max_turns: int, job: Any):
+        self.run_id = uuid.uuid4().hex[:12]
+        self.agent = agent
+        self.chat_id = chat_id
+        self.session_key = session_key
+        self.session_id: Optional[str] = None
+        self.job = job
+        self.started = time.time()
+        self.deadline = self.started + budget
+        self.max_turns = max_turns
+        self.stop_reason: Optional[str] = None
+        self.stop_message = ""
+        self.api_calls = 0
+        self.tool_calls: List[ToolCallSummary] = []
+        self.warnings: List[str] = []
+
+    def event(self, message: str, **kwargs: Any) -> None:
+        try:
+            self.job.event(message, **kwargs)
+        except Exception as error:  # events are best effort, never fail a run
+            log.debug(f"Run {self.run_id} event failed: {error}")
+
+    def stop(self, reason: str, message: str) -> None:
+        if self.stop_reason is None:
+            self.stop_reason, self.stop_message = reason, message
+
+    def remaining(self) -> float:
+        return max(0.0, self.deadline - time.time())
+
+    def summary(self) -> ActiveRun:
+        return ActiveRun(
+            run_id=self.run_id,
+            agent=self.agent,
+            session_id=self.session_id,
+            started=datetime.fromtimestamp(self.started, timezone.utc).isoformat(),
+        )
+
+
+class HermesHost:
+    def __init__(
+        self,
+        worker_name: str,
+        root: Path,
+        inventory: HermesInventory,
+        agents: Dict[str, AgentDefinition],
+        errors: Dict[str, str],
+    ):
+        self.worker_name = worker_name
+        self.root = Path(root)
+        self.inventory = inventory
+        self.agents = agents
+        self.errors = dict(errors)  # agent name -> why it is unavailable
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self.runner: Any = None
+        self.stopping = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._started = threading.Event()
+        self._start_error: Optional[str] = None
+        self._runs: Dict[str, Run] = {}
+        self._runs_by_key: Dict[str, Run] = {}
+        self._registry_lock = threading.Lock()
+        self._chat_locks: Dict[str, threading.Lock] = {}
+        self._run_slots = threading.BoundedSemaphore(inventory.max_concurrent_runs)
+        self._waiting = 0
+
+    # ------------------------------------------------------------------ start
+
+    def max_turns(self, definition: AgentDefinition) -> int:
+        return int((definition.hermes.get("agent") or {}).get("max_turns") or self.inventory.max_turns)
+
+    def start(self) -> None:
+        """Prepare the instance root, import Hermes, start the gateway."""
+        global HOST
+        loaded = [name for name in FREEZING_MODULES if name in sys.modules]
+        if loaded:
+            raise RuntimeError(
+                f"Hermes modules {loaded} were imported before the hermes worker set HERMES_HOME; "
+                "do not import Hermes in the NorFab parent process"
+            )
+        self.root.mkdir(parents=True, exist_ok=True)
+        os.environ["HERMES_HOME"] = str(self.root)
+        ceiling = max([self.max_turns(d) for d in self.agents.values()] + [self.inventory.max_turns])
+        # one more than any agent's budget: the host stops runs at their own budget first
+        profiles.write_config(self.root / "config.yaml", profiles.root_config(ceiling + 1))
+        # Hermes loads the root .env over the process environment at import;
+        # the root holds no secrets, so it stays empty
+        profiles.write_file(self.root / ".env", "", mode=0o600)
+        environ = dict(os.environ)
+
+        from . import compat, log_split
+
+        compat.import_hermes()
+        for name, value in environ.items():
+            if os.environ.get(name) != value:
+                os.environ[name] = value
+        log_split.split_logs(self.root)
+        self._sync_profiles()
+        HOST = self
+        self._thread = threading.Thread(target=self._serve, name="hermes-gateway-loop", daemon=True)
+        self._thread.start()
+        if not self._started.wait(START_TIMEOUT):
+            raise RuntimeError(f"Hermes gateway did not start within {START_TIMEOUT:.0f}s")
+        if self._start_error:
+            raise RuntimeError(f"Hermes gateway failed to start: {self._start_error}")
+        for name in self.agents:
+            if compat.profile_adapter(self.runner, name) is None:
+                self.errors.setdefault(name, f"agent '{name}': Hermes did not start its NorFab adapter")
+        log.info(f"{self.worker_name} - Hermes gateway serving agents {sorted(self.available())}")
+
+    def _sync_profiles(self) -> None:
+        for name, definition in list(self.agents.items()):
+            home = profiles.ensure_profile(name)
+            try:
+                config, secrets = profiles.profile_config(
+                    definition, self.inventory.model, self.max_turns(definition), os.environ
+                )
+            except ValueError as error:
+                self.errors[name] = f"agent '{name}': {error}"
+                del self.agents[name]
+                profiles.disable_profile(home)
+                continue
+            profiles.write_profile(home, config, definition.instructions, secrets)
+        for name in profiles.served_profiles(self.root):
+            if name not in self.agents:
+                profiles.disable_profile(self.root / "profiles" / name)
+
+    def _serve(self) -> None:
+        from gateway.config import load_gateway_config
+
+        from . import compat
+
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.runner = compat.make_runner(load_gateway_config())
+            compat.size_turn_pool(self.runner, self.inventory.max_concurrent_runs)
+            self.loop.run_until_complete(self.runner.start())
+        except Exception as error:
+            log.exception(f"{self.worker_name} - Hermes gateway failed to start")
+            self._start_error = repr(error)
+            self._started.set()
+            self.loop.close()
+            return
+        self._started.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(self.loop.shutdown_default_executor())
+        self.loop.close()
+
+    # ------------------------------------------------------------------- stop
+
+    def stop(self) -> None:
+        """Interrupt every run, stop the gateway and its loop; safe to call twice."""
+        global HOST
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        with self._registry_lock:
+            runs = list(self._runs.values())
+        for run in runs:
+            run.stop(StopReason.interrupted.value, "worker shutting down")
+        deadline = time.time() + GRACE
+        while self._runs and time.time() < deadline:
+            time.sleep(POLL)
+        if self.loop and self.runner and self.loop.is_running():
+            try:
+                asyncio.run_coroutine_threadsafe(self.runner.stop(), self.loop).result(STOP_TIMEOUT)
+            except Exception as error:
+                log.error(f"{self.worker_name} - Hermes gateway stop failed: {error!r}")
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        if self._thread:
+            self._thread.join(STOP_TIMEOUT)
+        HOST = None
+        log.info(f"{self.worker_name} - Hermes gateway stopped")
+
+    # ---------------------------------------------------------------- queries
+
+    def effective_config(self, agent: str) -> Dict[str, Any]:
+        """The config.yaml Hermes reads for the agent's profile."""
+        path = self.root / "profiles" / agent / "config.yaml"
+        return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+
+    def available(self) -> List[str]:
+        return [name for name in self.agents if name not in self.errors]
+
+    def require(self, agent: str) -> AgentDefinition:
+        if agent in self.errors:
+            raise AgentUnavailable(f"agent '{agent}' on worker '{self.worker_name}' is unavailable: {self.errors[agent]}")
+        if agent not in self.agents:
+            known = ", ".join(sorted(self.available())) or "none"
+            raise AgentUnavailable(f"agent '{agent}' not found on worker '{self.worker_name}'; known agents: {known}")
+        if self.stopping.is_set():
+            raise AgentUnavailable(f"worker '{self.worker_name}' is shutting down")
+        return self.agents[agent]
+
+    def active_runs(self) -> List[ActiveRun]:
+        with self._registry_lock:
+            return [run.summary() for run in self._runs.values()]
+
+    def run_for_session_key(self, session_key: Optional[str]) -> Optional[Run]:
+        return self._runs_by_key.get(session_key) if session_key else None
+
+    # ----------------------------------------------------------------- invoke
+
+    def invoke(
+        self,
+        agent: str,
+        instructions: str,
+        session_id: Optional[str],
+        timeout: Optional[float],
+        job: Any,
+    ) -> InvokeResultData:
+        definition = self.require(agent)
+        if instructions.lstrip().startswith("/"):
+            raise ValueError(
+                f"instructions '{instructions.split()[0]}' look like a slash command: use the command task for commands"
+            )
+        budget = min(timeout or definition.run_timeout, definition.run_timeout)
+        chat_id = self._chat_for(agent, session_id)
+        run = Run(agent, chat_id, self._session_key(agent, chat_id), budget, self.max_turns(definition), job)
+        run.session_id = session_id
+        with self._run_slot(run), self._chat_lock(run):
+            with self._registered(run):
+                run.event(
+                    f"run {run.run_id} started on agent '{agent}'",
+                    extras={"run_id": run.run_id, "agent": agent, "session_id": session_id, "worker": self.worker_name},
+                )
+                turn = self._wait_turn(run, instructions)
+                result = self._result(run, turn)
+        run.event(f"run {run.run_id} {result.stop_reason}", extras={"run_id": run.run_id, "session_id": result.session_id})
+        return result
+
+    def _session_key(self, agent: str, chat_id: str) -> str:
+        from .adapter import session_key
+
+        return session_key(chat_id, agent)
+
+    def _chat_for(self, agent: str, session_id: Optional[str]) -> str:
+        """The gateway chat carrying ``session_id``, rebinding it if needed; a new chat if None."""
+        if not session_id:
+            return "nf-" + uuid.uuid4().hex[:16]
+        from . import compat
+
+        db = compat.session_db(self.runner)
+        row = db.get_session(session_id)
+        if not row or (row.get("profile_name") or "default") != agent:
+            raise UnknownSession(f"session '{session_id}' not found for agent '{agent}' on worker '{self.worker_name}'")
+        if row.get("source") != profiles.PLATFORM or not row.get("chat_id"):
+            raise UnknownSession(
+                f"session '{session_id}' of agent '{agent}' was not started through NorFab and cannot be continued; "
+                "start a new session"
+            )
+        key = self._session_key(agent, row["chat_id"])
+        store = self.runner.session_store
+        if store.peek_session_id(key) != session_id:
+            store.switch_session(key, session_id)
+        return row["chat_id"]
+
+    @contextlib.contextmanager
+    def _run_slot(self, run: Run) -> Iterator[None]:
+        with self._registry_lock:
+            if self._waiting >= self.inventory.max_concurrent_runs:
+                raise Busy(
+                    f"worker '{self.worker_name}' is running {self.inventory.max_concurrent_runs} runs "
+                    f"with as many queued; retry later or use another worker"
+                )
+            self._waiting += 1
+        try:
+            acquired = self._run_slots.acquire(timeout=run.remaining())
+        finally:
+            with self._registry_lock:
+                self._waiting -= 1
+        if not acquired:
+            raise Busy(f"no run slot became free on worker '{self.worker_name}' within the run's budget")
+        try:
+            yield
+        finally:
+            self._run_slots.release()
+
+    @contextlib.contextmanager
+    def _chat_lock(self, run: Run) -> Iterator[None]:
+        """Turns of one session run one at a time, in arrival order of the lock."""
+        with self._registry_lock:
+            lock = self._chat_locks.setdefault(run.session_key, threading.Lock())
+        if not lock.acquire(timeout=run.remaining()):
+            raise Busy(f"session of agent '{run.agent}' stayed busy for the whole run budget")
+        try:
+            yield
+        finally:
+            lock.release()
+
+    @contextlib.contextmanager
+    def _registered(self, run: Run) -> Iterator[None]:
+        with self._registry_lock:
+            self._runs[run.run_id] = run
+            self._runs_by_key[run.session_key] = run
+        self.runner.turn_results.pop(run.session_key, None)
+        try:
+            yield
+        finally:
+            with self._registry_lock:
+                self._runs.pop(run.run_id, None)
+                self._runs_by_key.pop(run.session_key, None)
+
+    async def _turn(self, agent: str, text: str, chat_id: str) -> Any:
+        from . import compat
+
+        adapter = compat.profile_adapter(self.runner, agent)
+        turn = await adapter.submit(text, chat_id, agent)
+        return await turn.done
+
+    def _wait_turn(self, run: Run, text: str) -> Any:
+        """Wait for the gateway turn, enforcing the run's budgets and interrupts."""
+        from . import compat
+
+        future = asyncio.run_coroutine_threadsafe(self._turn(run.agent, text, run.chat_id), self.loop)
+        interrupted_at = None
+        while True:
+            try:
+                return future.result(POLL)
+            except concurrent.futures.TimeoutError:
+                pass
+            if time.time() > run.deadline:
+                run.stop(StopReason.run_timeout.value, f"run budget of {run.deadline - run.started:.0f}s spent")
+            if self.stopping.is_set():
+                run.stop(StopReason.interrupted.value, "worker shutting down")
+            if run.stop_reason is None:
+                continue
+            agent = compat.running_agent(self.runner, run.session_key)
+            if interrupted_at is None and agent is not None:
+                # no message: the gateway would run an interrupt message as a follow-up turn
+                compat.quiet(agent)
+                agent.interrupt()
+                interrupted_at = time.time()
+                run.event(f"run {run.run_id} stopping: {run.stop_message}", severity="WARNING")
+            if time.time() - (interrupted_at or run.deadline) > GRACE:
+                future.cancel()
+                run.warnings.append(f"turn did not stop within {GRACE:.0f}s of '{run.stop_message}'; abandoned")
+                return None
+
+    def _result(self, run: Run, turn: Any) -> InvokeResultData:
+        raw = self.runner.turn_results.pop(run.session_key, None) or {}
+        session_id = raw.get("session_id") or self.runner.session_store.peek_session_id(run.session_key)
+        response = (turn.reply if turn is not None else "") or raw.get("final_response") or ""
+        cost = raw.get("estimated_cost_usd") if raw.get("cost_status") not in (None, "unknown") else None
+        return InvokeResultData(
+            response=response,
+            run_id=run.run_id,
+            session_id=session_id,
+            agent=run.agent,
+            worker=self.worker_name,
+            stop_reason=run.stop_reason or stop_reason(raw),
+            tool_calls=run.tool_calls,
+            usage=RunUsage(
+                api_calls=raw.get("api_calls") or run.api_calls,
+                input_tokens=raw.get("input_tokens") or 0,
+                output_tokens=raw.get("output_tokens") or 0,
+                total_tokens=raw.get("total_tokens")
+                or (raw.get("input_tokens") or 0) + (raw.get("output_tokens") or 0),
+                cost_usd=cost,
+            ),
+            warnings=run.warnings,
+        )
+
+    # ------------------------------------------------- hooks from the plugin
+
+    def on_model_request(self, run: Run, api_call_count: int) -> None:
+        run.api_calls = max(run.api_calls + 1, api_call_count or 0)
+        if run.api_calls > run.max_turns:
+            run.stop(StopReason.max_turns.value, f"model call budget of {run.max_turns} spent")
+            return
+        run.event(f"model request {run.api_calls} started")
+
+
+def stop_reason(raw: Dict[str, Any]) -> str:
+    """Map a Hermes turn result onto the closed set of stop reasons."""
+    exit_reason = str(raw.get("turn_exit_reason") or "")
+    if raw.get("interrupted"):
+        return StopReason.interrupted.value
+    if exit_reason.startswith("max_iterations"):
+        return StopReason.max_turns.value
+    if raw.get("failed") or not raw:
+        api_failure = any(word in exit_reason for word in ("api", "provider", "error", "retries"))
+        return StopReason.provider_error.value if api_failure else StopReason.failed.value
+    return StopReason.completed.value if raw.get("completed", True) else StopReason.failed.value

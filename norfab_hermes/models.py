@@ -1,0 +1,372 @@
+"""
+All Pydantic models of the hermes service: worker inventory, agent and tool
+definitions, task inputs and task results.
+
+This module imports neither Hermes nor the worker, so the nfcli shell and
+client-side code can use it without pulling ``@Task`` methods into their
+process (NorFab's task registry is process-global).
+"""
+
+import re
+from enum import Enum
+from typing import Any, Dict, List, Union
+
+from norfab.models import Result
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
+
+PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+# Hermes keeps these profile names for itself
+RESERVED_PROFILE_NAMES = {"default", "profiles", "hermes", "test", "tmp", "root", "sudo"}
+# The parts of native Hermes config that norfab-hermes owns: an agent
+# definition sets them through its own fields, never through ``hermes``.
+OWNED_HERMES_KEYS = {
+    "platform_toolsets": "list toolsets under the agent's 'toolsets' field",
+    "platforms": "the NorFab platform is configured by the worker",
+    "plugins": "plugins are enabled by the worker",
+    "gateway": "the gateway is configured by the worker",
+}
+DEFAULT_RUN_TIMEOUT = 300.0
+DEFAULT_TOOL_TIMEOUT = 60.0
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=True)
+
+
+class InventoryError(ValueError):
+    """Invalid hermes worker inventory; the message names the agent and field."""
+
+
+def describe_validation_error(error: ValidationError, where: str) -> str:
+    """One line per problem: where it is, which field, and how to fix it."""
+    lines = []
+    for item in error.errors():
+        field = ".".join(str(part) for part in item["loc"]) or "<root>"
+        if item["type"] == "extra_forbidden":
+            hint = ""
+            if len(item["loc"]) == 1:
+                hint = f" (allowed: {', '.join(sorted(_allowed_keys(error.title)))})"
+            lines.append(f"{where}: unknown key '{field}'{hint}")
+        elif item["type"] == "missing":
+            lines.append(f"{where}: field '{field}' is required")
+        else:
+            lines.append(f"{where}: field '{field}': {item['msg']}")
+    return "; ".join(lines)
+
+
+def _allowed_keys(model_name: str) -> List[str]:
+    model = {m.__name__: m for m in StrictModel.__subclasses__()}.get(model_name)
+    return [f.alias or name for name, f in model.model_fields.items()] if model else []
+
+
+# ---------------------------------------------------------------------------
+# Inventory: tool and agent definitions
+# ---------------------------------------------------------------------------
+
+
+class NorfabToolTarget(StrictModel):
+    """Where a NorFab tool runs: the NorFab task and its fixed parts."""
+
+    service: StrictStr = Field(..., description="NorFab service, e.g. nornir")
+    task: StrictStr = Field(..., description="Task of that service, e.g. cli")
+    workers: Union[StrictStr, List[StrictStr]] = Field(
+        "any", description="Job routing selector: any, all, a worker name or a list of names"
+    )
+    timeout: PositiveFloat = Field(
+        DEFAULT_TOOL_TIMEOUT,
+        description="Job timeout in seconds, capped by the run's remaining time budget",
+    )
+    kwargs: Dict[StrictStr, Any] = Field(
+        {}, description="Fixed task arguments; the model cannot override them"
+    )
+    job_data: List[StrictStr] = Field(
+        [], description="Model argument names moved into the task's job_data"
+    )
+
+
+class ToolDefinition(StrictModel):
+    """A NorFab task offered to an agent as a named tool."""
+
+    description: Union[None, StrictStr] = Field(
+        None, description="What the tool does; defaults to the task's description"
+    )
+    input_schema: Union[None, Dict[StrictStr, Any]] = Field(
+        None,
+        description="JSON schema of the model's arguments; defaults to the task's input schema minus fixed arguments",
+    )
+    norfab: NorfabToolTarget = Field(..., description="The NorFab task behind the tool")
+    approval: StrictBool = Field(
+        False, description="Ask the operator before every call (for tools that change state)"
+    )
+
+
+class AgentDefinition(StrictModel):
+    """A named agent: one native Hermes profile on a hermes worker."""
+
+    instructions: StrictStr = Field(..., min_length=1, description="The agent's instructions (its SOUL.md)")
+    description: Union[None, StrictStr] = Field(None, description="One line for agent lists; defaults to the name")
+    hermes: Dict[StrictStr, Any] = Field(
+        {},
+        description="Native Hermes config for the profile, e.g. model and agent settings; "
+        "credentials are named with model.api_key_env, never written",
+    )
+    toolsets: List[StrictStr] = Field([], description="Hermes toolsets enabled for the agent, e.g. norfab")
+    tools: Dict[StrictStr, ToolDefinition] = Field({}, description="NorFab tools by tool name")
+    run_timeout: PositiveFloat = Field(DEFAULT_RUN_TIMEOUT, description="Wall-clock budget of one run, seconds")
+
+    @field_validator("hermes")
+    @classmethod
+    def _hermes_config(cls, value: Dict[str, Any]) -> Dict[str, Any]:
+        for key, fix in OWNED_HERMES_KEYS.items():
+            if key in value:
+                raise ValueError(f"'hermes.{key}' is managed by norfab-hermes: {fix}")
+        model = value.get("model", {})
+        if not isinstance(model, dict):
+            raise ValueError("'hermes.model' must be a mapping, e.g. {provider: custom, base_url: ..., default: ...}")
+        if "api_key" in model:
+            raise ValueError(
+                "'hermes.model.api_key' would write a secret into inventory: "
+                "set 'hermes.model.api_key_env: ENV_NAME' and export ENV_NAME on the worker host"
+            )
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_names(cls, value: Dict[str, ToolDefinition]) -> Dict[str, ToolDefinition]:
+        for name in value:
+            if not re.match(r"^[a-zA-Z0-9_-]{1,64}$", name):
+                raise ValueError(f"tool name '{name}' must be 1-64 letters, digits, '_' or '-'")
+        return value
+
+
+class AgentReference(StrictModel):
+    """An agent definition kept in a file served by NorFab (no name wrapper inside)."""
+
+    from_yaml_file: StrictStr = Field(..., description="nf:// or git:// URL of the definition")
+
+    @field_validator("from_yaml_file")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith(("nf://", "git://")):
+            raise ValueError(f"'{value}' must be an nf:// or git:// URL")
+        return value
+
+
+class HermesInventory(StrictModel):
+    """The hermes worker's inventory (agents are checked one by one, see parse_agent)."""
+
+    service: StrictStr = Field("hermes", description="Always hermes")
+    agents: Dict[StrictStr, Dict[StrictStr, Any]] = Field({}, description="Agent definitions or references by name")
+    model: Dict[StrictStr, Any] = Field(
+        {}, description="Model settings used by every agent that does not set them in hermes.model"
+    )
+    max_concurrent_runs: PositiveInt = Field(4, description="Agent runs this worker executes at once")
+    max_turns: PositiveInt = Field(
+        20, description="Model calls per run for agents that do not set hermes.agent.max_turns"
+    )
+    hermes_home: Union[None, StrictStr] = Field(
+        None, description="Instance root for Hermes state; defaults to the worker's __norfab__ directory"
+    )
+    tool_result_max_chars: PositiveInt = Field(
+        20000, description="Tool results longer than this are truncated and marked"
+    )
+    tool_concurrency_per_worker: PositiveInt = Field(
+        1, description="Tool calls in flight at once to one target worker"
+    )
+
+    @field_validator("service")
+    @classmethod
+    def _service(cls, value: str) -> str:
+        if value != "hermes":
+            raise ValueError(f"service must be 'hermes', not '{value}'")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: Dict[str, Any]) -> Dict[str, Any]:
+        if "api_key" in value:
+            raise ValueError(
+                "'model.api_key' would write a secret into inventory: "
+                "set 'model.api_key_env: ENV_NAME' and export ENV_NAME on the worker host"
+            )
+        return value
+
+    @field_validator("agents")
+    @classmethod
+    def _agent_names(cls, value: Dict[str, Any]) -> Dict[str, Any]:
+        for name in value:
+            check_agent_name(name)
+        return value
+
+
+def check_agent_name(name: str) -> str:
+    if not PROFILE_NAME_RE.match(name) or name in RESERVED_PROFILE_NAMES:
+        raise ValueError(
+            f"agent name '{name}' is not a valid profile name: use 1-64 lowercase letters, "
+            f"digits, '_' or '-', starting with a letter or digit, not one of {sorted(RESERVED_PROFILE_NAMES)}"
+        )
+    return name
+
+
+def parse_inventory(data: Dict[str, Any]) -> HermesInventory:
+    try:
+        return HermesInventory.model_validate(data or {})
+    except ValidationError as error:
+        raise InventoryError(describe_validation_error(error, "hermes inventory")) from None
+
+
+def parse_agent(name: str, data: Any) -> Union[AgentDefinition, AgentReference]:
+    """Validate one agent entry; errors name the agent and the field."""
+    where = f"agent '{name}'"
+    if not isinstance(data, dict):
+        raise InventoryError(f"{where}: expected a mapping with 'instructions' or 'from_yaml_file'")
+    model = AgentReference if "from_yaml_file" in data else AgentDefinition
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise InventoryError(describe_validation_error(error, where)) from None
+
+
+# ---------------------------------------------------------------------------
+# Task results
+# ---------------------------------------------------------------------------
+
+
+class StopReason(str, Enum):
+    completed = "completed"
+    interrupted = "interrupted"
+    run_timeout = "run_timeout"
+    max_turns = "max_turns"
+    provider_error = "provider_error"
+    failed = "failed"
+
+
+class ToolCallSummary(StrictModel):
+    tool: StrictStr = Field(..., description="Tool name as the model saw it")
+    service: Union[None, StrictStr] = Field(None, description="NorFab service of a NorFab tool")
+    task: Union[None, StrictStr] = Field(None, description="NorFab task of a NorFab tool")
+    workers: Union[None, StrictStr, List[StrictStr]] = Field(None, description="Routing selector used")
+    arguments_digest: StrictStr = Field(..., description="sha256 prefix of the call's arguments")
+    job_uuid: Union[None, StrictStr] = Field(None, description="Child NorFab job UUID")
+    status: StrictStr = Field(..., description="completed, failed or refused")
+    duration: float = Field(..., description="Seconds")
+    truncated: StrictBool = Field(False, description="Result was cut to the size limit")
+    error: Union[None, StrictStr] = Field(None, description="Why the call failed or was refused")
+
+
+class RunUsage(StrictModel):
+    api_calls: int = Field(0, description="Model requests made by the run")
+    input_tokens: int = Field(0, description="Prompt tokens")
+    output_tokens: int = Field(0, description="Completion tokens")
+    total_tokens: int = Field(0, description="All tokens")
+    cost_usd: Union[None, float] = Field(None, description="Estimated cost when the provider's pricing is known")
+
+
+class InvokeResultData(StrictModel):
+    response: StrictStr = Field(..., description="The agent's reply")
+    run_id: StrictStr = Field(..., description="Run identifier, for interrupt")
+    session_id: Union[None, StrictStr] = Field(None, description="Hermes session id, to continue the conversation")
+    agent: StrictStr = Field(..., description="Agent (profile) name")
+    worker: StrictStr = Field(..., description="Worker that ran the agent and owns the session")
+    stop_reason: StopReason = Field(..., description="Why the run ended")
+    tool_calls: List[ToolCallSummary] = Field([], description="Tool calls made by the run, in order")
+    usage: RunUsage = Field(RunUsage(), description="Token and request usage")
+    warnings: List[StrictStr] = Field([], description="Things the operator should know")
+
+
+class AgentSummary(StrictModel):
+    name: StrictStr = Field(..., description="Agent (profile) name")
+    description: StrictStr = Field(..., description="Agent description")
+    model: Union[None, StrictStr] = Field(None, description="Default model")
+    provider: Union[None, StrictStr] = Field(None, description="Model provider")
+    available: StrictBool = Field(..., description="Ready to take runs")
+    error: Union[None, StrictStr] = Field(None, description="Why the agent is not available")
+
+
+class AgentDetails(AgentSummary):
+    instructions: StrictStr = Field(..., description="Effective instructions (SOUL.md)")
+    toolsets: List[StrictStr] = Field([], description="Enabled toolsets")
+    tools: Dict[StrictStr, Any] = Field({}, description="NorFab tool definitions")
+    run_timeout: float = Field(..., description="Run wall-clock budget, seconds")
+    max_turns: int = Field(..., description="Model calls per run")
+    config: Dict[StrictStr, Any] = Field({}, description="Effective Hermes profile config, secrets redacted")
+    commands: List[StrictStr] = Field([], description="Native slash commands the command task accepts")
+
+
+class ActiveRun(StrictModel):
+    run_id: StrictStr = Field(..., description="Run identifier")
+    agent: StrictStr = Field(..., description="Agent name")
+    session_id: Union[None, StrictStr] = Field(None, description="Hermes session id once known")
+    started: StrictStr = Field(..., description="ISO timestamp")
+
+
+class WorkerStatus(StrictModel):
+    ready: StrictBool = Field(..., description="Worker accepts runs")
+    errors: List[StrictStr] = Field([], description="Why the worker or some agents are not ready")
+    agents: Dict[StrictStr, StrictBool] = Field({}, description="Agent name to availability")
+    active_runs: List[ActiveRun] = Field([], description="Runs in flight")
+    max_concurrent_runs: int = Field(..., description="Run slots")
+    hermes_home: Union[None, StrictStr] = Field(None, description="Instance root")
+
+
+# ---------------------------------------------------------------------------
+# Task inputs (validated by NorFab's @Task; NorFab adds its own job argument)
+# ---------------------------------------------------------------------------
+
+
+class TaskInput(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, use_enum_values=True)
+
+
+class InvokeInput(TaskInput):
+    agent: StrictStr = Field(..., description="Agent name")
+    instructions: StrictStr = Field(..., min_length=1, description="What to ask the agent")
+    session_id: Union[None, StrictStr] = Field(
+        None, description="Continue this session; omit to start a new one"
+    )
+    timeout: Union[None, PositiveFloat] = Field(
+        None, description="Run budget in seconds, at most the agent's run_timeout"
+    )
+
+
+class AgentInput(TaskInput):
+    agent: StrictStr = Field(..., description="Agent name")
+
+
+class InvokeResult(Result):
+    result: Union[None, InvokeResultData] = Field(None, description="Run result envelope")
+
+
+class GetAgentsResult(Result):
+    result: List[AgentSummary] = Field([], description="Agents on this worker")
+
+
+class GetAgentResult(Result):
+    result: Union[None, AgentDetails] = Field(None, description="Agent details")
+
+
+class GetStatusResult(Result):
+    result: Union[None, WorkerStatus] = Field(None, description="Worker status")
+
+
+class GetVersionResult(Result):
+    result: Dict[StrictStr, StrictStr] = Field({}, description="Package versions")
+
+
+class GetInventoryResult(Result):
+    result: Dict[StrictStr, Any] = Field({}, description="Worker inventory, secrets redacted")
+
+
+# Native slash commands that would act on the host process or change what
+# inventory owns; the gateway never runs them in a hermes worker.
+BLOCKED_COMMANDS = {"restart", "update"}

@@ -1,0 +1,167 @@
+"""
+Native Hermes profiles rendered from hermes worker inventory.
+
+Each agent is one Hermes profile under ``<instance root>/profiles/<agent>``.
+The worker owns three files of each profile - ``config.yaml``, ``SOUL.md``
+and ``.env`` - and rewrites them from inventory at every start, so inventory
+stays authoritative. Everything else in the profile (sessions, memories,
+skills, cron jobs) is Hermes runtime state and is never touched.
+"""
+
+import copy
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import yaml
+
+from .compat import PLATFORM
+from .models import AgentDefinition
+
+NORFAB_TOOLSET = "norfab"
+HOME_CHANNEL = {"platform": PLATFORM, "chat_id": "norfab-home", "name": "NorFab home"}
+
+# Settings every profile gets and the inventory cannot change: no tool
+# security downloads, no kanban dispatcher, no environment probe, no
+# confirmation round-trips for /new, and no progress chatter in replies
+# (NorFab job events carry progress instead).
+ENFORCED = {
+    "security": {"tirith_enabled": False},
+    "kanban": {"dispatch_in_gateway": False},
+    "approvals": {"destructive_slash_confirm": False},
+    "onboarding": {"profile_build": "off"},
+    "agent": {"environment_probe": False},
+    "display": {
+        "platforms": {
+            PLATFORM: {
+                "tool_progress": "off",
+                "long_running_notifications": "off",
+                "show_reasoning": False,
+            }
+        }
+    },
+}
+
+
+def merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
+    """Deep merge: mappings merge key by key, anything else in ``over`` wins."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def root_config(max_turns: int) -> Dict[str, Any]:
+    """The instance root's config: the multiplexing gateway itself.
+
+    ``agent.max_turns`` here is the gateway-wide iteration ceiling (Hermes
+    reads it from the process home only); each agent's own, lower budget is
+    enforced by the host.
+    """
+    return merge(
+        ENFORCED,
+        {
+            "gateway": {"multiplex_profiles": True},
+            "plugins": {"enabled": [NORFAB_TOOLSET]},
+            "agent": {"max_turns": max_turns},
+            "platforms": {PLATFORM: {"enabled": False}},
+        },
+    )
+
+
+def provider_secrets(model: Dict[str, Any], environ: Dict[str, str]) -> Tuple[Dict[str, Any], Dict[str, str]]:
+    """Split a model section into config and the secrets it names.
+
+    ``api_key_env: NAME`` becomes a named provider entry whose ``key_env``
+    Hermes resolves from the profile's ``.env``; the value is read from the
+    worker's environment now and written only there. Without it, the
+    provider's standard variables (e.g. OPENROUTER_API_KEY) are copied when
+    the worker has them.
+    """
+    model = dict(model)
+    env_name = model.pop("api_key_env", None)
+    secrets: Dict[str, str] = {}
+    extra: Dict[str, Any] = {"model": model}
+    if env_name:
+        if env_name not in environ:
+            raise ValueError(f"model.api_key_env names '{env_name}', which is not set in the worker's environment")
+        secrets[env_name] = environ[env_name]
+        if model.get("base_url"):
+            provider = model.get("provider") or "custom"
+            extra["providers"] = {provider: {"base_url": model["base_url"], "key_env": env_name}}
+    for name in _standard_key_vars(model.get("provider")):
+        if name in environ:
+            secrets.setdefault(name, environ[name])
+    return extra, secrets
+
+
+def _standard_key_vars(provider: Optional[str]) -> List[str]:
+    from hermes_cli.auth import PROVIDER_REGISTRY
+
+    entry = PROVIDER_REGISTRY.get((provider or "").lower())
+    return list(getattr(entry, "api_key_env_vars", ()) or ())
+
+
+def profile_config(
+    definition: AgentDefinition,
+    model_defaults: Dict[str, Any],
+    max_turns: int,
+    environ: Dict[str, str],
+) -> Tuple[Dict[str, Any], Dict[str, str]]:
+    """The profile's config.yaml content and its .env secrets."""
+    hermes = copy.deepcopy(definition.hermes)
+    model = merge(model_defaults, hermes.pop("model", {}))
+    model_part, secrets = provider_secrets(model, environ)
+    config = merge({"agent": {"max_turns": max_turns}}, hermes)
+    config = merge(config, model_part)
+    config = merge(config, ENFORCED)
+    config["platform_toolsets"] = {PLATFORM: list(definition.toolsets)}
+    config["platforms"] = {PLATFORM: {"enabled": True, "home_channel": HOME_CHANNEL}}
+    return config, secrets
+
+
+def write_file(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write atomically so a crash never leaves a half-written profile file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def write_config(path: Path, config: Dict[str, Any]) -> None:
+    write_file(path, yaml.safe_dump(config, sort_keys=False))
+
+
+def write_profile(home: Path, config: Dict[str, Any], instructions: str, secrets: Dict[str, str]) -> None:
+    write_config(home / "config.yaml", config)
+    write_file(home / "SOUL.md", instructions.rstrip() + "\n")
+    env = "".join(f"{name}={value}\n" for name, value in sorted(secrets.items()))
+    write_file(home / ".env", env, mode=0o600)
+
+
+def ensure_profile(name: str) -> Path:
+    """Create the Hermes profile if missing; existing profile state is kept."""
+    from hermes_cli import profiles
+
+    if not profiles.profile_exists(name):
+        profiles.create_profile(name, no_alias=True, no_skills=True)
+    return Path(profiles.get_profile_dir(name))
+
+
+def disable_profile(home: Path) -> None:
+    """Stop serving a profile that left inventory, keeping its state on disk."""
+    path = home / "config.yaml"
+    config = yaml.safe_load(path.read_text()) if path.exists() else {}
+    config = config or {}
+    config["platforms"] = {PLATFORM: {"enabled": False}}
+    write_config(path, config)
+
+
+def served_profiles(root: Path) -> List[str]:
+    directory = root / "profiles"
+    return sorted(p.name for p in directory.iterdir() if p.is_dir()) if directory.exists() else []

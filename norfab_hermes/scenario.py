@@ -1,0 +1,134 @@
+"""
+Scenario files for the scripted model.
+
+A scenario lets the scripted model run a whole investigation: call tools,
+read what they returned, and answer with findings quoted from the real tool
+output. The file is YAML::
+
+    rules:
+      - match: "(?i)check interfaces on (?P<host>\\S+)"   # regex on the user message
+        steps:
+          - call: inspect_interfaces                     # one or more tool calls
+            args: {FB: "{{ host }}"}
+          - say: |                                       # final answer (Jinja2)
+              Down on {{ host }}:
+              {% for line in grep("inspect_interfaces", "line protocol is down") %}
+              - {{ line }}
+              {% endfor %}
+
+Step ``n`` runs after ``n`` tool rounds of the current turn. A step is either
+``call`` (with ``args``) / ``calls: [{call, args}, ...]`` or ``say``. Strings in
+``args`` and ``say`` are Jinja2 templates that see the regex groups and:
+
+- ``result(tool)``: the last result text of ``tool`` in this turn ("" if none);
+- ``grep(tool, regex)``: lines of every string inside ``tool``'s results that
+  match ``regex`` (JSON results are walked, so device output inside NorFab
+  result envelopes is searched line by line);
+- ``called(tool)``: whether ``tool`` ran in this turn.
+
+Rules only offer tools the profile actually has: a rule whose next call names
+a tool the request does not offer is skipped, so a scenario never lets a model
+call what an agent was not granted.
+"""
+
+import json
+import re
+from typing import Any, Dict, Iterator, List, Optional
+
+import jinja2
+import yaml
+
+_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string leaf of a JSON-like value, or the text itself."""
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            yield value
+            return
+        if isinstance(decoded, str):
+            yield decoded
+        else:
+            yield from _strings(decoded)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+class Scenario:
+    def __init__(self, rules: List[dict]):
+        if not isinstance(rules, list) or not rules:
+            raise ValueError("scenario needs a non-empty 'rules' list")
+        self.rules = []
+        for index, rule in enumerate(rules):
+            if "match" not in rule or not rule.get("steps"):
+                raise ValueError(f"scenario rule {index} needs 'match' and 'steps'")
+            self.rules.append({"match": re.compile(rule["match"], re.S), "steps": rule["steps"]})
+
+    @classmethod
+    def from_file(cls, path: str) -> "Scenario":
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+        return cls(data.get("rules"))
+
+    def next_step(self, user_text: str, results: List[dict], tools: set) -> Optional[Dict[str, Any]]:
+        """The reply for this point of the turn, or None when no rule applies."""
+        rounds = len({r["round"] for r in results})
+        for rule in self.rules:
+            match = rule["match"].search(user_text)
+            if not match or rounds >= len(rule["steps"]):
+                continue
+            context = self._context(match, results)
+            step = rule["steps"][rounds]
+            if "say" in step:
+                return {"content": _ENV.from_string(step["say"]).render(**context).strip()}
+            calls = step.get("calls") or [{"call": step["call"], "args": step.get("args", {})}]
+            if any(call["call"] not in tools for call in calls):
+                continue
+            return {
+                "tool_calls": [
+                    {
+                        "name": call["call"],
+                        "arguments": json.dumps(self._render(call.get("args", {}), context)),
+                    }
+                    for call in calls
+                ]
+            }
+        return None
+
+    def _render(self, value: Any, context: dict) -> Any:
+        if isinstance(value, str):
+            return _ENV.from_string(value).render(**context)
+        if isinstance(value, dict):
+            return {k: self._render(v, context) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._render(v, context) for v in value]
+        return value
+
+    @staticmethod
+    def _context(match: re.Match, results: List[dict]) -> dict:
+        def of(tool: str) -> List[str]:
+            return [r["content"] for r in results if r["name"] == tool]
+
+        def grep(tool: str, pattern: str) -> List[str]:
+            regex = re.compile(pattern)
+            return [
+                line.strip()
+                for text in of(tool)
+                for string in _strings(text)
+                for line in string.splitlines()
+                if regex.search(line)
+            ]
+
+        return {
+            **{k: v or "" for k, v in match.groupdict().items()},
+            "result": lambda tool: (of(tool) or [""])[-1],
+            "grep": grep,
+            "called": lambda tool: bool(of(tool)),
+        }

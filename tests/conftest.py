@@ -1,0 +1,94 @@
+"""
+Shared fixtures: a real NorFab (broker, workers) built in a temporary
+directory, and the package's scripted model. Only the model is scripted.
+"""
+
+import socket
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+import pytest
+import yaml
+from norfab.core.nfapi import NorFab
+
+from norfab_hermes.scripted_model import ScriptedModelServer
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_workers(client: Any, names: List[str], timeout: float = 60) -> None:
+    """NorFab's start() returns before workers registered with the broker."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        reply = client.mmi("mmi.service.broker", "show_workers") or {}
+        alive = {w["name"] for w in reply.get("results") or [] if w.get("status") == "alive"}
+        if set(names) <= alive:
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"workers {names} did not register; alive: {sorted(alive)}")
+
+
+def write_inventory(base: Path, workers: Dict[str, dict], files: Optional[Dict[str, Any]] = None) -> Path:
+    """A NorFab inventory with one inline definition per worker; files go under base."""
+    for path, content in (files or {}).items():
+        target = base / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content if isinstance(content, str) else yaml.safe_dump(content))
+    topology = []
+    for name, data in workers.items():
+        depends = data.pop("depends_on", None)
+        topology.append({name: {"depends_on": depends}} if depends else name)
+    inventory = {
+        "broker": {"endpoint": f"tcp://127.0.0.1:{free_port()}"},
+        "logging": {"handlers": {"terminal": {"level": "CRITICAL"}, "file": {"level": "INFO"}}},
+        "topology": {"broker": True, "workers_init_timeout": 120, "workers": topology},
+        "workers": {name: [data] for name, data in workers.items()},
+    }
+    path = base / "inventory.yaml"
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    return path
+
+
+@contextmanager
+def norfab(base: Path, workers: Dict[str, dict], files: Optional[Dict[str, Any]] = None) -> Iterator[Any]:
+    """Start a real NorFab from inline worker inventories; yields the NorFab object."""
+    names = list(workers)
+    nf = NorFab(inventory=str(write_inventory(base, workers, files)))
+    nf.start()
+    try:
+        assert not nf.exiting, "NorFab failed to start, see __norfab__/logs"
+        nf.client = nf.make_client()
+        wait_for_workers(nf.client, names)
+        yield nf
+    finally:
+        nf.destroy()
+
+
+def hermes_worker(url: str, agents: Dict[str, Any], **settings: Any) -> dict:
+    """Inline inventory of a hermes worker whose agents use the scripted model at ``url``."""
+    return {
+        "service": "hermes",
+        "model": {"provider": "custom", "base_url": url, "context_length": 131072},
+        "agents": agents,
+        **settings,
+    }
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(model_ids=["alpha-model", "beta-model", "scripted-model"]) as server:
+        yield server
+
+
+def run(client: Any, task: str, worker: str = "any", timeout: float = 60, **kwargs: Any) -> Dict[str, Any]:
+    """run_job on the hermes service; returns the single worker's Result dict."""
+    reply = client.run_job("hermes", task, kwargs=kwargs, workers=worker, timeout=timeout)
+    assert reply, f"hermes {task} was not accepted by the broker"
+    assert len(reply) == 1, reply
+    return next(iter(reply.values()))
