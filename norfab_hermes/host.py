@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 HOST: Optional["HermesHost"] = None  # the plugin reaches the running host here
 POLL = 0.1  # seconds between budget checks of a waiting run
 GRACE = 5.0  # seconds an interrupted turn gets to wind down
+JOB_TIMEOUT_MARGIN = 3.0  # seconds between the end of a run budget and the NorFab job timeout
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 15.0
 # Hermes modules that freeze HERMES_HOME when first imported
@@ -152,11 +153,11 @@ class HermesHost:
 
         from . import compat, log_split
 
+        log_split.split_logs(self.root)
         compat.import_hermes()
         for name, value in environ.items():
             if os.environ.get(name) != value:
                 os.environ[name] = value
-        log_split.split_logs(self.root)
         self._sync_profiles()
         HOST = self
         self._thread = threading.Thread(target=self._serve, name="hermes-gateway-loop", daemon=True)
@@ -278,6 +279,10 @@ class HermesHost:
                 f"instructions '{instructions.split()[0]}' look like a slash command: use the command task for commands"
             )
         budget = min(timeout or definition.run_timeout, definition.run_timeout)
+        job_timeout = getattr(job, "timeout", None)
+        if job_timeout:
+            # the run must end before the caller stops waiting for the job
+            budget = min(budget, max(1.0, job_timeout - JOB_TIMEOUT_MARGIN))
         chat_id = self._chat_for(agent, session_id)
         run = Run(agent, chat_id, self._session_key(agent, chat_id), budget, self.max_turns(definition), job)
         run.session_id = session_id

@@ -14,7 +14,9 @@ How a reply is decided, first match wins:
    tool call, or ``FINAL: <tool results>`` when no scenario is running.
 3. A scenario rule whose ``match`` regex finds the last user message
    (see :mod:`norfab_hermes.scenario`).
-4. Directives in the last user message, for tests:
+4. Directives in the last line of the last user message, for tests (Hermes
+   may merge an interrupted message into the next one, so only the newest
+   line counts):
    ``CALL <tool> <json-args>`` (repeatable, one tool call each),
    ``SLEEP <seconds>``, ``FAIL <status>``, ``HANG``.
 5. ``ECHO: <last line of the user message>``.
@@ -154,7 +156,8 @@ class ScriptedModel:
         return reply
 
     def _decide_turn(self, messages: List[dict], tools: set) -> Reply:
-        text = _strip_system_notes(last_user_text(messages))
+        lines = _strip_system_notes(last_user_text(messages)).splitlines()
+        text = lines[-1].strip() if lines else ""
         results = tool_results_since_user(messages)
         if self.scenario:
             step = self.scenario.next_step(text, results, tools)
@@ -178,8 +181,7 @@ class ScriptedModel:
         match = SLEEP_RE.search(text)
         if match:
             return Reply(content="SLEPT " + match.group(1), sleep=float(match.group(1)))
-        lines = text.strip().splitlines()
-        return Reply(content="ECHO: " + (lines[-1][:500] if lines else "<empty>"))
+        return Reply(content="ECHO: " + (text[:500] or "<empty>"))
 
 
 def _usage(body: dict, reply: Reply) -> dict:

@@ -86,9 +86,9 @@ def model() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-def run(client: Any, task: str, worker: str = "any", timeout: float = 60, **kwargs: Any) -> Dict[str, Any]:
+def run(client: Any, task: str, worker: str = "any", job_timeout: float = 60, **kwargs: Any) -> Dict[str, Any]:
     """run_job on the hermes service; returns the single worker's Result dict."""
-    reply = client.run_job("hermes", task, kwargs=kwargs, workers=worker, timeout=timeout)
+    reply = client.run_job("hermes", task, kwargs=kwargs, workers=worker, timeout=job_timeout)
     assert reply, f"hermes {task} was not accepted by the broker"
     assert len(reply) == 1, reply
     return next(iter(reply.values()))

@@ -1,0 +1,27 @@
+# Everything a user or CI needs, from a fresh clone with only Python and make.
+PYTHON ?= python3
+UV := $(shell command -v uv 2>/dev/null)
+ifeq ($(UV),)
+UV := .tools/bin/uv
+endif
+# bytecode compiled at install: Hermes imports ~800 modules in every worker
+export UV_COMPILE_BYTECODE := 1
+RUN := $(UV) run --frozen --no-sync
+
+.PHONY: env test demo shell docs bench clean
+
+.tools/bin/uv:
+	$(PYTHON) -m venv .tools
+	.tools/bin/pip install --quiet uv
+
+.venv/.synced: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen --python $(PYTHON) --all-groups
+	touch $@
+
+env: .venv/.synced
+
+test: env
+	$(RUN) pytest -q
+
+clean:
+	rm -rf .venv .tools site benchmarks/results

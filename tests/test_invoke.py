@@ -1,0 +1,176 @@
+"""
+invoke through a real NorFab: broker, one hermes worker with two agents
+(native Hermes profiles) and the scripted model.
+"""
+
+import os
+import uuid
+
+import pytest
+
+from conftest import hermes_worker, norfab, run
+
+SECRET = "sk-norfab-test-" + uuid.uuid4().hex
+WORKER = "hermes-worker-1"
+
+
+@pytest.fixture(scope="module")
+def nf(model, tmp_path_factory):
+    os.environ["NF_TEST_API_KEY"] = SECRET
+    agents = {
+        "alpha": {
+            "instructions": "You are ALPHA, the interface checker.",
+            "description": "checks interfaces",
+            "hermes": {"model": {"default": "alpha-model", "api_key_env": "NF_TEST_API_KEY"}},
+        },
+        "beta": {
+            "instructions": "You are BETA, the routing checker.",
+            "hermes": {"model": {"default": "beta-model"}},
+            "run_timeout": 3,
+        },
+        "broken": {"instructions": "never served", "bogus": 1},
+    }
+    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: hermes_worker(model.base_url, agents)}) as nf:
+        yield nf
+
+
+def request_with(model, token):
+    """The agent-turn request the scripted model received whose last user message has ``token``."""
+    for body in model.model.completions():
+        users = [m for m in body["messages"] if m["role"] == "user"]
+        if users and token in str(users[-1]["content"]):
+            return body
+    raise AssertionError(f"no model request carried {token!r}")
+
+
+def test_each_agent_gets_its_own_model_and_instructions(nf, model):
+    for agent, model_id, persona in [("alpha", "alpha-model", "ALPHA"), ("beta", "beta-model", "BETA")]:
+        token = uuid.uuid4().hex[:8]
+        res = run(nf.client, "invoke", agent=agent, instructions=f"hello {token}")
+        assert not res["failed"], res["errors"]
+        data = res["result"]
+        assert data["response"] == f"ECHO: hello {token}"
+        assert (data["agent"], data["worker"], data["stop_reason"]) == (agent, WORKER, "completed")
+        assert data["usage"]["api_calls"] == 1 and data["usage"]["total_tokens"] > 0
+        body = request_with(model, token)
+        assert body["model"] == model_id
+        assert body["messages"][0]["content"].startswith(f"You are {persona}")
+
+
+def test_session_continues_and_a_new_invoke_starts_fresh(nf, model):
+    first = run(nf.client, "invoke", agent="alpha", instructions="remember PINEAPPLE")["result"]
+    second = run(nf.client, "invoke", agent="alpha", instructions="and now 2nd", session_id=first["session_id"])
+    second = second["result"]
+    assert second["session_id"] == first["session_id"]
+    history = str(request_with(model, "and now 2nd")["messages"])
+    assert "remember PINEAPPLE" in history and "ECHO: remember PINEAPPLE" in history
+
+    fresh = run(nf.client, "invoke", agent="alpha", instructions="fresh 3rd")["result"]
+    assert fresh["session_id"] != first["session_id"]
+    assert "PINEAPPLE" not in str(request_with(model, "fresh 3rd")["messages"])
+
+
+def test_session_of_one_agent_cannot_be_continued_through_another(nf):
+    alpha = run(nf.client, "invoke", agent="alpha", instructions="alpha only")["result"]
+    res = run(nf.client, "invoke", agent="beta", instructions="steal", session_id=alpha["session_id"])
+    assert res["failed"]
+    assert f"session '{alpha['session_id']}' not found for agent 'beta'" in res["errors"][0]
+
+
+def test_run_timeout_stops_a_slow_model(nf):
+    res = run(nf.client, "invoke", agent="beta", instructions="SLEEP 30")
+    data = res["result"]
+    assert data["stop_reason"] == "run_timeout"
+    # the session stays usable after the timeout
+    after = run(nf.client, "invoke", agent="beta", instructions="still there?", session_id=data["session_id"])
+    assert after["result"]["stop_reason"] == "completed"
+
+
+def test_timeout_argument_shortens_the_budget(nf):
+    res = run(nf.client, "invoke", agent="alpha", instructions="SLEEP 30", timeout=1)
+    assert res["result"]["stop_reason"] == "run_timeout"
+
+
+def test_invalid_agent_definition_is_reported_by_name_and_field(nf):
+    status = run(nf.client, "get_status")["result"]
+    assert status["ready"] is False
+    assert status["agents"] == {"alpha": True, "beta": True, "broken": False}
+    assert any("agent 'broken': unknown key 'bogus'" in error for error in status["errors"])
+    res = run(nf.client, "invoke", agent="broken", instructions="hi")
+    assert res["failed"] and "unknown key 'bogus'" in res["errors"][0]
+
+
+def test_unknown_agent_lists_the_known_ones(nf):
+    res = run(nf.client, "invoke", agent="gamma", instructions="hi")
+    assert res["failed"]
+    assert res["errors"] == [f"agent 'gamma' not found on worker '{WORKER}'; known agents: alpha, beta"]
+
+
+def test_slash_commands_are_not_instructions(nf):
+    res = run(nf.client, "invoke", agent="alpha", instructions="/restart")
+    assert res["failed"] and "use the command task" in res["errors"][0]
+
+
+def test_get_agents_and_get_agent(nf):
+    agents = {a["name"]: a for a in run(nf.client, "get_agents")["result"]}
+    assert agents["alpha"]["description"] == "checks interfaces"
+    assert agents["beta"]["description"] == "beta"
+    assert (agents["alpha"]["model"], agents["alpha"]["available"]) == ("alpha-model", True)
+    assert agents["broken"]["available"] is False
+
+    alpha = run(nf.client, "get_agent", agent="alpha")["result"]
+    assert alpha["instructions"] == "You are ALPHA, the interface checker."
+    assert alpha["run_timeout"] == 300 and alpha["max_turns"] == 20
+    config = alpha["config"]
+    assert config["platform_toolsets"] == {"norfab": []}
+    assert config["security"]["tirith_enabled"] is False
+    assert config["providers"]["custom"]["key_env"] == "NF_TEST_API_KEY"
+
+
+def test_api_keys_never_leave_the_worker(nf, model):
+    token = uuid.uuid4().hex[:8]
+    future = nf.client.submit_job("hermes", "invoke", kwargs={"agent": "alpha", "instructions": token}, workers=WORKER)
+    events = list(future.events(timeout=60))
+    result = future.result(timeout=60)
+    # the key did reach the model provider, from the profile's private .env
+    authorization = [r["authorization"] for r in model.model.requests if token in str(r["body"])]
+    assert authorization and all(a == f"Bearer {SECRET}" for a in authorization)
+    returned = [
+        result,
+        events,
+        run(nf.client, "get_inventory"),
+        run(nf.client, "get_agent", agent="alpha"),
+        run(nf.client, "get_agents"),
+        run(nf.client, "get_status"),
+    ]
+    assert SECRET not in str(returned)
+    assert "NF_TEST_API_KEY" in str(run(nf.client, "get_inventory")["result"])
+
+
+def test_progress_becomes_lowercase_job_events_starting_with_the_run_id(nf):
+    future = nf.client.submit_job("hermes", "invoke", kwargs={"agent": "alpha", "instructions": "events"}, workers=WORKER)
+    events = [e for e in future.events(timeout=60) if e.get("event_type") == "progress" and e.get("task") == "invoke"]
+    result = future.result(timeout=60)[WORKER]["result"]
+    messages = [e["message"] for e in events if e["message"] != "starting"]
+    assert messages[0] == f"run {result['run_id']} started on agent 'alpha'"
+    assert events[1]["extras"]["run_id"] == result["run_id"]
+    assert "model request 1 started" in messages
+    assert messages[-1] == f"run {result['run_id']} completed"
+    assert all(m[0].islower() for m in messages)
+
+
+def test_run_shell_cmd_is_refused(nf):
+    res = run(nf.client, "run_shell_cmd", command="id")
+    assert res["failed"] and "run_shell_cmd is disabled" in res["errors"][0]
+
+
+def test_get_version_names_the_stack(nf):
+    versions = run(nf.client, "get_version")["result"]
+    assert versions["hermes-agent"] == "0.19.0" and versions["norfab"] == "0.25.0"
+    assert {"norfab-hermes", "picle", "python"} <= set(versions)
+
+
+def test_run_ends_before_the_callers_job_timeout(nf):
+    # tool timeout < run budget < NorFab job timeout: a short job timeout caps the run
+    res = run(nf.client, "invoke", job_timeout=5, agent="alpha", instructions="SLEEP 30")
+    assert res["result"]["stop_reason"] == "run_timeout"
