@@ -123,6 +123,37 @@ class NorfabAdapter(BasePlatformAdapter):
         self._collect(chat_id, {"content": content, "edit_of": message_id, "final": False})
         return SendResult(success=True, message_id=message_id)
 
+    # Questions from a running agent go to the NorFab caller of that run
+    # (job.request_input) on a worker thread; the agent thread waits on
+    # Hermes' own clarify/approval entries until they are resolved here.
+
+    async def send_clarify(
+        self,
+        chat_id: str,
+        question: str,
+        choices: Optional[list],
+        clarify_id: str,
+        session_key: str,
+        metadata: Optional[Dict[str, Any]] = None,
+    ) -> SendResult:
+        asyncio.get_running_loop().run_in_executor(
+            None, _answer_clarify, clarify_id, session_key, question, list(choices or [])
+        )
+        return SendResult(success=True, message_id=clarify_id)
+
+    async def send_exec_approval(
+        self,
+        chat_id: str,
+        command: str,
+        session_key: str,
+        description: str = "dangerous command",
+        metadata: Optional[Dict[str, Any]] = None,
+        allow_permanent: bool = True,
+        smart_denied: bool = False,
+    ) -> SendResult:
+        asyncio.get_running_loop().run_in_executor(None, _answer_approval, session_key, command, description)
+        return SendResult(success=True, message_id=uuid.uuid4().hex[:12])
+
     async def on_processing_complete(self, event: MessageEvent, outcome: Any) -> None:
         turn = self._turns.get(event.source.chat_id)
         if turn is not None:
@@ -148,3 +179,33 @@ class NorfabAdapter(BasePlatformAdapter):
     def _forget(self, chat_id: str, turn: Turn) -> None:
         if self._turns.get(chat_id) is turn:
             del self._turns[chat_id]
+
+
+def _ask(session_key: str, question: str, default: Any) -> Any:
+    from . import host
+
+    if host.HOST is None:
+        raise PermissionError("the worker is shutting down")
+    return host.HOST.ask_operator(session_key, question, default)
+
+
+def _answer_clarify(clarify_id: str, session_key: str, question: str, choices: List[str]) -> None:
+    from tools.clarify_gateway import resolve_gateway_clarify
+
+    if choices:
+        question = f"{question} (choices: {', '.join(choices)})"
+    try:
+        answer = str(_ask(session_key, question, choices[0] if choices else ""))
+    except PermissionError as reason:
+        answer = f"[the operator could not be asked: {reason}. Continue without the answer or say what you need.]"
+    resolve_gateway_clarify(clarify_id, answer)
+
+
+def _answer_approval(session_key: str, command: str, description: str) -> None:
+    from tools.approval import resolve_gateway_approval
+
+    try:
+        allowed = _ask(session_key, f"Allow the agent to run `{command}` ({description})?", False) is True
+    except PermissionError:
+        allowed = False
+    resolve_gateway_approval(session_key, "once" if allowed else "deny")

@@ -12,6 +12,7 @@ gateway reads its iteration budget from one process-wide setting.
 import asyncio
 import concurrent.futures
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -26,11 +27,17 @@ import yaml
 
 from . import profiles
 from .models import (
+    SUPPORTED_COMMANDS,
     ActiveRun,
     AgentDefinition,
+    CommandResultData,
     HermesInventory,
+    InterruptResultData,
     InvokeResultData,
     RunUsage,
+    SessionDetails,
+    SessionMessage,
+    SessionSummary,
     StopReason,
     ToolCallSummary,
 )
@@ -41,6 +48,11 @@ HOST: Optional["HermesHost"] = None  # the plugin reaches the running host here
 POLL = 0.1  # seconds between budget checks of a waiting run
 GRACE = 5.0  # seconds an interrupted turn gets to wind down
 JOB_TIMEOUT_MARGIN = 3.0  # seconds between the end of a run budget and the NorFab job timeout
+COMMAND_TIMEOUT = 60.0
+ASK_TIMEOUT = 300.0  # longest wait for an operator's answer, within the run budget
+FINISHED_RUNS_KEPT = 200
+# arguments a supported command may take through NorFab ("" = none)
+COMMAND_ARGUMENTS = {"memory": ("", "pending"), "usage": ("",)}
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 15.0
 # Hermes modules that freeze HERMES_HOME when first imported
@@ -59,10 +71,23 @@ class Busy(RuntimeError):
     """Every run slot and queue place of the worker is taken."""
 
 
+class UnknownRun(LookupError):
+    """The run id is not running on this worker."""
+
+
 class Run:
     """One invoke in flight: its budgets, progress and what ended it."""
 
-    def __init__(self, agent: str, chat_id: str, session_key: str, budget: float, max_turns: int, job: Any):
+    def __init__(
+        self,
+        agent: str,
+        chat_id: str,
+        session_key: str,
+        budget: float,
+        max_turns: int,
+        job: Any,
+        interactive: bool = False,
+    ):
         self.run_id = uuid.uuid4().hex[:12]
         self.agent = agent
         self.chat_id = chat_id
@@ -72,6 +97,7 @@ class Run:
         self.started = time.time()
         self.deadline = self.started + budget
         self.max_turns = max_turns
+        self.interactive = interactive
         self.stop_reason: Optional[str] = None
         self.stop_message = ""
         self.api_calls = 0
@@ -124,6 +150,7 @@ class HermesHost:
         self._runs_by_key: Dict[str, Run] = {}
         self._registry_lock = threading.Lock()
         self._chat_locks: Dict[str, threading.Lock] = {}
+        self._finished: Dict[str, str] = {}  # run id -> stop reason, newest last
         self._run_slots = threading.BoundedSemaphore(inventory.max_concurrent_runs)
         self._waiting = 0
 
@@ -272,6 +299,7 @@ class HermesHost:
         session_id: Optional[str],
         timeout: Optional[float],
         job: Any,
+        interactive: bool = False,
     ) -> InvokeResultData:
         definition = self.require(agent)
         if instructions.lstrip().startswith("/"):
@@ -284,7 +312,8 @@ class HermesHost:
             # the run must end before the caller stops waiting for the job
             budget = min(budget, max(1.0, job_timeout - JOB_TIMEOUT_MARGIN))
         chat_id = self._chat_for(agent, session_id)
-        run = Run(agent, chat_id, self._session_key(agent, chat_id), budget, self.max_turns(definition), job)
+        key = self._session_key(agent, chat_id)
+        run = Run(agent, chat_id, key, budget, self.max_turns(definition), job, interactive)
         run.session_id = session_id
         with self._run_slot(run), self._chat_lock(run):
             with self._registered(run):
@@ -306,12 +335,7 @@ class HermesHost:
         """The gateway chat carrying ``session_id``, rebinding it if needed; a new chat if None."""
         if not session_id:
             return "nf-" + uuid.uuid4().hex[:16]
-        from . import compat
-
-        db = compat.session_db(self.runner)
-        row = db.get_session(session_id)
-        if not row or (row.get("profile_name") or "default") != agent:
-            raise UnknownSession(f"session '{session_id}' not found for agent '{agent}' on worker '{self.worker_name}'")
+        row = self._owned_session(agent, session_id)
         if row.get("source") != profiles.PLATFORM or not row.get("chat_id"):
             raise UnknownSession(
                 f"session '{session_id}' of agent '{agent}' was not started through NorFab and cannot be continued; "
@@ -322,6 +346,15 @@ class HermesHost:
         if store.peek_session_id(key) != session_id:
             store.switch_session(key, session_id)
         return row["chat_id"]
+
+    def _owned_session(self, agent: str, session_id: str) -> Dict[str, Any]:
+        """The session row, if ``session_id`` is one of ``agent``'s sessions."""
+        from . import compat
+
+        row = compat.session_db(self.runner).get_session(session_id)
+        if not row or (row.get("profile_name") or "default") != agent:
+            raise UnknownSession(f"session '{session_id}' not found for agent '{agent}' on worker '{self.worker_name}'")
+        return row
 
     @contextlib.contextmanager
     def _run_slot(self, run: Run) -> Iterator[None]:
@@ -368,6 +401,9 @@ class HermesHost:
             with self._registry_lock:
                 self._runs.pop(run.run_id, None)
                 self._runs_by_key.pop(run.session_key, None)
+                self._finished[run.run_id] = run.stop_reason or "completed"
+                while len(self._finished) > FINISHED_RUNS_KEPT:
+                    del self._finished[next(iter(self._finished))]
 
     async def _turn(self, agent: str, text: str, chat_id: str) -> Any:
         from . import compat
@@ -429,6 +465,102 @@ class HermesHost:
             warnings=run.warnings,
         )
 
+    # -------------------------------------------------------------- sessions
+
+    def get_sessions(self, agent: str, limit: int) -> List[SessionSummary]:
+        """The agent's sessions, newest activity first (all profiles share one state.db)."""
+        from . import compat
+
+        self.require(agent)
+        db = compat.session_db(self.runner)
+        found: List[SessionSummary] = []
+        offset, page = 0, 200
+        while len(found) < limit:
+            rows = db.list_sessions_rich(limit=page, offset=offset, order_by_last_active=True, compact_rows=True)
+            found += [_session_summary(r) for r in rows if (r.get("profile_name") or "default") == agent]
+            if len(rows) < page:
+                break
+            offset += page
+        return found[:limit]
+
+    def get_session(self, agent: str, session_id: str, limit: int) -> SessionDetails:
+        from . import compat
+
+        self.require(agent)
+        row = self._owned_session(agent, session_id)
+        # session_meta rows are Hermes bookkeeping, not conversation
+        messages = [m for m in compat.session_db(self.runner).get_messages(session_id) if m.get("role") != "session_meta"]
+        return SessionDetails(
+            **_session_summary(row).model_dump(),
+            agent=agent,
+            worker=self.worker_name,
+            messages=[_session_message(m) for m in messages[-limit:]],
+        )
+
+    # -------------------------------------------------------------- commands
+
+    def command(self, agent: str, command: str, session_id: Optional[str]) -> CommandResultData:
+        """Run a supported native slash command through the agent's gateway chat."""
+        self.require(agent)
+        text = " ".join(command.split())
+        name, _, arguments = text.lstrip("/").partition(" ")
+        supported = ", ".join(f"/{c}" for c in SUPPORTED_COMMANDS)
+        if not text.startswith("/") or name not in SUPPORTED_COMMANDS:
+            raise ValueError(f"'{text.split(' ')[0]}' is not a supported command; supported: {supported}")
+        if arguments not in COMMAND_ARGUMENTS.get(name, (arguments,)):
+            allowed = " or ".join(f"'/{name} {a}'".replace(" '", "'") for a in COMMAND_ARGUMENTS[name])
+            raise ValueError(f"'/{name} {arguments}' is not supported through NorFab; use {allowed}")
+        chat_id = self._chat_for(agent, session_id)
+        future = asyncio.run_coroutine_threadsafe(self._turn(agent, text, chat_id), self.loop)
+        try:
+            turn = future.result(COMMAND_TIMEOUT)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise Busy(f"'{text}' got no answer from agent '{agent}' within {COMMAND_TIMEOUT:.0f}s") from None
+        return CommandResultData(
+            command=text,
+            response=turn.reply or "\n".join(s["content"] for s in turn.sends),
+            agent=agent,
+            worker=self.worker_name,
+            session_id=self.runner.session_store.peek_session_id(self._session_key(agent, chat_id)),
+        )
+
+    # ------------------------------------------------------------- interrupt
+
+    def interrupt(self, agent: str, run_id: str) -> InterruptResultData:
+        with self._registry_lock:
+            run = self._runs.get(run_id)
+            finished = self._finished.get(run_id)
+        if run is None:
+            if finished:
+                raise UnknownRun(f"run '{run_id}' on worker '{self.worker_name}' already finished: {finished}")
+            raise UnknownRun(f"run '{run_id}' is not running on worker '{self.worker_name}'")
+        if run.agent != agent:
+            raise UnknownRun(f"run '{run_id}' belongs to agent '{run.agent}', not '{agent}'")
+        run.stop(StopReason.interrupted.value, "interrupted by the operator")
+        return InterruptResultData(run_id=run_id, agent=agent, worker=self.worker_name, interrupted=True)
+
+    def ask_operator(self, session_key: str, question: str, default: Any) -> Any:
+        """Ask the caller of the run for ``session_key`` through NorFab's input request.
+
+        Raises ``PermissionError`` with the reason when nobody can answer:
+        the run is not interactive, the operator did not answer in time or
+        cancelled.
+        """
+        run = self.run_for_session_key(session_key)
+        if run is None or not run.interactive:
+            raise PermissionError("this run is not interactive, so the operator cannot be asked")
+        wait = int(min(ASK_TIMEOUT, run.remaining()))
+        if wait < 1:
+            raise PermissionError("the run has no time left to wait for the operator")
+        run.event("waiting for the operator's answer", severity="WARNING")
+        try:
+            return run.job.request_input(question=question, default=default, timeout=wait, metadata={"run_id": run.run_id})
+        except TimeoutError:
+            raise PermissionError(f"the operator did not answer within {wait}s") from None
+        except RuntimeError:
+            raise PermissionError("the operator cancelled the question") from None
+
     # ------------------------------------------------- hooks from the plugin
 
     def on_model_request(self, run: Run, api_call_count: int) -> None:
@@ -437,6 +569,38 @@ class HermesHost:
             run.stop(StopReason.max_turns.value, f"model call budget of {run.max_turns} spent")
             return
         run.event(f"model request {run.api_calls} started")
+
+
+def _iso(timestamp: Any) -> Optional[str]:
+    return datetime.fromtimestamp(float(timestamp), timezone.utc).isoformat() if timestamp else None
+
+
+def _session_summary(row: Dict[str, Any]) -> SessionSummary:
+    return SessionSummary(
+        session_id=row["id"],
+        title=row.get("title"),
+        source=row.get("source"),
+        started=_iso(row.get("started_at")),
+        last_active=_iso(row.get("last_active") or row.get("ended_at") or row.get("started_at")),
+        message_count=row.get("message_count") or 0,
+        preview=row.get("preview"),
+    )
+
+
+def _session_message(row: Dict[str, Any]) -> SessionMessage:
+    calls = row.get("tool_calls") or []
+    if isinstance(calls, str):
+        calls = json.loads(calls or "[]")
+    return SessionMessage(
+        role=row.get("role") or "unknown",
+        content=row.get("content") if isinstance(row.get("content"), str) else json.dumps(row.get("content")),
+        tool_calls=[
+            {"name": (c.get("function") or {}).get("name"), "arguments": (c.get("function") or {}).get("arguments")}
+            for c in calls
+        ],
+        tool_name=row.get("tool_name"),
+        timestamp=_iso(row.get("timestamp")),
+    )
 
 
 def stop_reason(raw: Dict[str, Any]) -> str:

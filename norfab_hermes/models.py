@@ -35,6 +35,28 @@ OWNED_HERMES_KEYS = {
     "plugins": "plugins are enabled by the worker",
     "gateway": "the gateway is configured by the worker",
 }
+# Native Hermes slash commands the command task runs, through the gateway.
+# Everything else is refused: commands that act on the host process, change
+# what inventory owns (model, platforms, approvals) or start agent work
+# outside a run's budgets.
+SUPPORTED_COMMANDS = {
+    "help": "show the native commands",
+    "commands": "browse commands and skills",
+    "new": "start a new session in this chat (alias: reset)",
+    "reset": "start a new session in this chat",
+    "sessions": "list this agent's titled sessions",
+    "resume": "resume a named session in this chat",
+    "title": "set the session title",
+    "status": "session, model, token and context info",
+    "usage": "token usage of the session",
+    "insights": "usage insights and analytics",
+    "memory": "review pending memory writes",
+    "bundles": "list skill bundles",
+    "profile": "show the profile name and home",
+    "version": "show the Hermes Agent version",
+}
+# The gateway drops these even if they reach it some other way.
+BLOCKED_COMMANDS = {"restart", "update"}
 DEFAULT_RUN_TIMEOUT = 300.0
 DEFAULT_TOOL_TIMEOUT = 60.0
 
@@ -303,6 +325,45 @@ class AgentDetails(AgentSummary):
     commands: List[StrictStr] = Field([], description="Native slash commands the command task accepts")
 
 
+class SessionSummary(StrictModel):
+    session_id: StrictStr = Field(..., description="Hermes session id")
+    title: Union[None, StrictStr] = Field(None, description="Session title")
+    source: Union[None, StrictStr] = Field(None, description="Where it started: norfab, cron, ...")
+    started: Union[None, StrictStr] = Field(None, description="ISO timestamp of the first message")
+    last_active: Union[None, StrictStr] = Field(None, description="ISO timestamp of the last message")
+    message_count: int = Field(0, description="Messages in the session")
+    preview: Union[None, StrictStr] = Field(None, description="Start of the first user message")
+
+
+class SessionMessage(StrictModel):
+    role: StrictStr = Field(..., description="user, assistant, tool or system")
+    content: Union[None, StrictStr] = Field(None, description="Message text")
+    tool_calls: List[Dict[StrictStr, Any]] = Field([], description="Tool calls: name and arguments")
+    tool_name: Union[None, StrictStr] = Field(None, description="Tool that produced a tool message")
+    timestamp: Union[None, StrictStr] = Field(None, description="ISO timestamp")
+
+
+class SessionDetails(SessionSummary):
+    agent: StrictStr = Field(..., description="Agent owning the session")
+    worker: StrictStr = Field(..., description="Worker owning the session")
+    messages: List[SessionMessage] = Field([], description="The newest messages, oldest first")
+
+
+class CommandResultData(StrictModel):
+    command: StrictStr = Field(..., description="The command as run")
+    response: StrictStr = Field(..., description="What the gateway answered")
+    agent: StrictStr = Field(..., description="Agent name")
+    worker: StrictStr = Field(..., description="Worker name")
+    session_id: Union[None, StrictStr] = Field(None, description="Session of the chat after the command")
+
+
+class InterruptResultData(StrictModel):
+    run_id: StrictStr = Field(..., description="Interrupted run")
+    agent: StrictStr = Field(..., description="Agent name")
+    worker: StrictStr = Field(..., description="Worker name")
+    interrupted: StrictBool = Field(..., description="The run was asked to stop")
+
+
 class ActiveRun(StrictModel):
     run_id: StrictStr = Field(..., description="Run identifier")
     agent: StrictStr = Field(..., description="Agent name")
@@ -317,6 +378,9 @@ class WorkerStatus(StrictModel):
     active_runs: List[ActiveRun] = Field([], description="Runs in flight")
     max_concurrent_runs: int = Field(..., description="Run slots")
     hermes_home: Union[None, StrictStr] = Field(None, description="Instance root")
+    commands: List[StrictStr] = Field([], description="Native slash commands the command task accepts")
+    threads: int = Field(0, description="Threads of the worker process")
+    open_files: int = Field(0, description="Open file descriptors of the worker process")
 
 
 # ---------------------------------------------------------------------------
@@ -337,10 +401,33 @@ class InvokeInput(TaskInput):
     timeout: Union[None, PositiveFloat] = Field(
         None, description="Run budget in seconds, at most the agent's run_timeout"
     )
+    interactive: StrictBool = Field(
+        False,
+        description="The caller answers input requests (questions and approvals) while the run goes on; "
+        "otherwise they are refused at once",
+    )
 
 
 class AgentInput(TaskInput):
     agent: StrictStr = Field(..., description="Agent name")
+
+
+class GetSessionsInput(AgentInput):
+    limit: PositiveInt = Field(20, description="Newest sessions to list")
+
+
+class GetSessionInput(AgentInput):
+    session_id: StrictStr = Field(..., description="Hermes session id")
+    limit: PositiveInt = Field(50, description="Newest messages to return")
+
+
+class CommandInput(AgentInput):
+    command: StrictStr = Field(..., min_length=2, description="Native slash command, e.g. /usage")
+    session_id: Union[None, StrictStr] = Field(None, description="Session whose chat runs the command")
+
+
+class InterruptInput(AgentInput):
+    run_id: StrictStr = Field(..., description="Run to stop, from the invoke's first event or get_status")
 
 
 class InvokeResult(Result):
@@ -359,6 +446,22 @@ class GetStatusResult(Result):
     result: Union[None, WorkerStatus] = Field(None, description="Worker status")
 
 
+class GetSessionsResult(Result):
+    result: List[SessionSummary] = Field([], description="Sessions, newest first")
+
+
+class GetSessionResult(Result):
+    result: Union[None, SessionDetails] = Field(None, description="Session with its messages")
+
+
+class CommandResult(Result):
+    result: Union[None, CommandResultData] = Field(None, description="Command answer")
+
+
+class InterruptResult(Result):
+    result: Union[None, InterruptResultData] = Field(None, description="Interrupt acknowledgement")
+
+
 class GetVersionResult(Result):
     result: Dict[StrictStr, StrictStr] = Field({}, description="Package versions")
 
@@ -366,7 +469,3 @@ class GetVersionResult(Result):
 class GetInventoryResult(Result):
     result: Dict[StrictStr, Any] = Field({}, description="Worker inventory, secrets redacted")
 
-
-# Native slash commands that would act on the host process or change what
-# inventory owns; the gateway never runs them in a hermes worker.
-BLOCKED_COMMANDS = {"restart", "update"}

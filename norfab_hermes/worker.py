@@ -20,18 +20,27 @@ import yaml
 from norfab.core.worker import Job, NFPWorker, Task
 from norfab.models import Result
 
-from .host import AgentUnavailable, Busy, HermesHost, UnknownSession
+from .host import AgentUnavailable, Busy, HermesHost, UnknownRun, UnknownSession
 from .models import (
+    SUPPORTED_COMMANDS,
     AgentDefinition,
     AgentDetails,
     AgentInput,
     AgentReference,
     AgentSummary,
+    CommandInput,
+    CommandResult,
     GetAgentResult,
     GetAgentsResult,
     GetInventoryResult,
+    GetSessionInput,
+    GetSessionResult,
+    GetSessionsInput,
+    GetSessionsResult,
     GetStatusResult,
     GetVersionResult,
+    InterruptInput,
+    InterruptResult,
     InventoryError,
     InvokeInput,
     InvokeResult,
@@ -48,7 +57,7 @@ FETCH_ATTEMPTS = 10  # nf:// fetches at start-up race the filesharing worker's R
 log = logging.getLogger(__name__)
 
 # errors a caller can fix; anything else is a bug and keeps its traceback
-CALLER_ERRORS = (AgentUnavailable, UnknownSession, Busy, InventoryError, ValueError)
+CALLER_ERRORS = (AgentUnavailable, UnknownSession, UnknownRun, Busy, InventoryError, ValueError)
 
 
 def answer(task: Callable[[], Any]) -> Result:
@@ -166,6 +175,7 @@ class HermesWorker(NFPWorker):
         instructions: str,
         session_id: Optional[str] = None,
         timeout: Optional[float] = None,
+        interactive: bool = False,
     ) -> Result:
         """
         Run one agent turn: send instructions to an agent and return its reply.
@@ -176,14 +186,72 @@ class HermesWorker(NFPWorker):
             instructions: what to ask the agent.
             session_id: continue this session; omit to start a new one.
             timeout: run budget in seconds, at most the agent's run_timeout.
+            interactive: the caller answers the agent's questions and approval
+                requests (NorFab input requests); otherwise they are refused.
 
         Returns:
             Result whose ``result`` is the run envelope: response, run_id,
             session_id, agent, worker, stop_reason, tool_calls, usage, warnings.
         """
         return answer(
-            lambda: self._host().invoke(agent, instructions, session_id, timeout, job).model_dump()
+            lambda: self._host().invoke(agent, instructions, session_id, timeout, job, interactive).model_dump()
         )
+
+    @Task(input=InterruptInput, output=InterruptResult, fastapi={"methods": ["POST"]}, mcp=False, agent={"enabled": False})
+    def interrupt(self, agent: str, run_id: str) -> Result:
+        """
+        Stop a running invoke; it returns with stop_reason 'interrupted' and its partial reply.
+
+        Args:
+            agent: agent name of the run.
+            run_id: run id from the invoke's first job event or get_status.
+        """
+        return answer(lambda: self._host().interrupt(agent, run_id).model_dump())
+
+    @Task(
+        input=GetSessionsInput,
+        output=GetSessionsResult,
+        fastapi={"methods": ["GET"]},
+        mcp={"annotations": {"readOnlyHint": True}},
+    )
+    def get_sessions(self, agent: str, limit: int = 20) -> Result:
+        """
+        List an agent's sessions, newest activity first.
+
+        Args:
+            agent: agent name.
+            limit: how many sessions to list.
+        """
+        return answer(lambda: [s.model_dump() for s in self._host().get_sessions(agent, limit)])
+
+    @Task(
+        input=GetSessionInput,
+        output=GetSessionResult,
+        fastapi={"methods": ["GET"]},
+        mcp={"annotations": {"readOnlyHint": True}},
+    )
+    def get_session(self, agent: str, session_id: str, limit: int = 50) -> Result:
+        """
+        Show one session of an agent with its newest messages.
+
+        Args:
+            agent: agent name.
+            session_id: Hermes session id.
+            limit: how many of the newest messages to return.
+        """
+        return answer(lambda: self._host().get_session(agent, session_id, limit).model_dump())
+
+    @Task(input=CommandInput, output=CommandResult, fastapi={"methods": ["POST"]}, mcp=False, agent={"enabled": False})
+    def command(self, agent: str, command: str, session_id: Optional[str] = None) -> Result:
+        """
+        Run a native Hermes slash command (e.g. /usage) through the agent's gateway, never a shell.
+
+        Args:
+            agent: agent name.
+            command: slash command with arguments; see get_status for the supported ones.
+            session_id: session whose chat runs the command; omit for a fresh chat.
+        """
+        return answer(lambda: self._host().command(agent, command, session_id).model_dump())
 
     @Task(output=GetAgentsResult, fastapi={"methods": ["GET"]}, mcp={"annotations": {"readOnlyHint": True}})
     def get_agents(self) -> Result:
@@ -218,6 +286,9 @@ class HermesWorker(NFPWorker):
                 active_runs=host.active_runs() if host else [],
                 max_concurrent_runs=host.inventory.max_concurrent_runs if host else 0,
                 hermes_home=str(host.root) if host else None,
+                commands=sorted(SUPPORTED_COMMANDS),
+                threads=threading.active_count(),
+                open_files=len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0,
             ).model_dump()
         )
 
@@ -274,5 +345,5 @@ class HermesWorker(NFPWorker):
             run_timeout=definition.run_timeout,
             max_turns=host.max_turns(definition),
             config=redact(host.effective_config(agent)),
-            commands=[],
+            commands=sorted(SUPPORTED_COMMANDS),
         )

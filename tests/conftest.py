@@ -92,3 +92,19 @@ def run(client: Any, task: str, worker: str = "any", job_timeout: float = 60, **
     assert reply, f"hermes {task} was not accepted by the broker"
     assert len(reply) == 1, reply
     return next(iter(reply.values()))
+
+
+def start_invoke(client: Any, worker: str, **kwargs: Any) -> tuple:
+    """Submit an invoke and wait for its first event; returns (future, run_id)."""
+    future = client.submit_job("hermes", "invoke", kwargs=kwargs, workers=worker, timeout=120)
+    for event in future.events(timeout=60):
+        run_id = (event.get("extras") or {}).get("run_id")
+        if run_id:
+            return future, run_id
+    raise AssertionError(f"invoke {kwargs} emitted no run id: {future.result(timeout=5)}")
+
+
+def result_of(future: Any, worker: str, timeout: float = 60) -> Dict[str, Any]:
+    reply = future.result(timeout=timeout)
+    assert reply and worker in reply, reply
+    return reply[worker]
