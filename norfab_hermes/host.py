@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import yaml
 
-from . import profiles
+from . import norfab_tools, profiles
 from .models import (
     SUPPORTED_COMMANDS,
     ActiveRun,
@@ -41,6 +41,7 @@ from .models import (
     StopReason,
     ToolCallSummary,
 )
+from .norfab_tools import ToolRunner, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +135,10 @@ class HermesHost:
         inventory: HermesInventory,
         agents: Dict[str, AgentDefinition],
         errors: Dict[str, str],
+        client: Any = None,
     ):
         self.worker_name = worker_name
+        self.client = client  # the worker's NFPClient, for NorFab tools
         self.root = Path(root)
         self.inventory = inventory
         self.agents = agents
@@ -151,6 +154,14 @@ class HermesHost:
         self._registry_lock = threading.Lock()
         self._chat_locks: Dict[str, threading.Lock] = {}
         self._finished: Dict[str, str] = {}  # run id -> stop reason, newest last
+        self.secret_values: set = set()  # scrubbed from tool results
+        self.tool_specs: Dict[str, Dict[str, ToolSpec]] = {}
+        self.tool_runner = ToolRunner(
+            client,
+            inventory.tool_result_max_chars,
+            inventory.tool_concurrency_per_worker,
+            secrets=lambda: sorted(self.secret_values, key=len, reverse=True),
+        )
         self._run_slots = threading.BoundedSemaphore(inventory.max_concurrent_runs)
         self._waiting = 0
 
@@ -178,7 +189,7 @@ class HermesHost:
         profiles.write_file(self.root / ".env", "", mode=0o600)
         environ = dict(os.environ)
 
-        from . import compat, log_split
+        from . import compat, log_split, plugin
 
         log_split.split_logs(self.root)
         compat.import_hermes()
@@ -186,6 +197,8 @@ class HermesHost:
             if os.environ.get(name) != value:
                 os.environ[name] = value
         self._sync_profiles()
+        self.tool_specs = norfab_tools.build_specs(self.client, self.agents)
+        plugin.install_tools(self.tool_specs)
         HOST = self
         self._thread = threading.Thread(target=self._serve, name="hermes-gateway-loop", daemon=True)
         self._thread.start()
@@ -203,7 +216,7 @@ class HermesHost:
             home = profiles.ensure_profile(name)
             try:
                 config, secrets = profiles.profile_config(
-                    definition, self.inventory.model, self.max_turns(definition), os.environ
+                    name, definition, self.inventory.model, self.max_turns(definition), os.environ
                 )
             except ValueError as error:
                 self.errors[name] = f"agent '{name}': {error}"
@@ -211,6 +224,7 @@ class HermesHost:
                 profiles.disable_profile(home)
                 continue
             profiles.write_profile(home, config, definition.instructions, secrets)
+            self.secret_values.update(value for value in secrets.values() if len(value) >= 6)
         for name in profiles.served_profiles(self.root):
             if name not in self.agents:
                 profiles.disable_profile(self.root / "profiles" / name)
@@ -283,6 +297,31 @@ class HermesHost:
             raise AgentUnavailable(f"worker '{self.worker_name}' is shutting down")
         return self.agents[agent]
 
+    def refresh_tools(self, agent: Optional[str] = None) -> None:
+        """Retry tools whose NorFab task could not be read (e.g. its service started later)."""
+        broken = [
+            spec
+            for name, tools in self.tool_specs.items()
+            if agent in (None, name)
+            for spec in tools.values()
+            if spec.error
+        ]
+        if not broken:
+            return
+        norfab_tools.refresh(self.client, broken)
+        if not any(spec.error for spec in broken):
+            from . import plugin
+
+            plugin.install_tools(self.tool_specs)
+
+    def tool_errors(self) -> List[str]:
+        return [
+            f"agent '{agent}' tool '{name}': {spec.error}"
+            for agent, tools in self.tool_specs.items()
+            for name, spec in tools.items()
+            if spec.error
+        ]
+
     def active_runs(self) -> List[ActiveRun]:
         with self._registry_lock:
             return [run.summary() for run in self._runs.values()]
@@ -302,6 +341,7 @@ class HermesHost:
         interactive: bool = False,
     ) -> InvokeResultData:
         definition = self.require(agent)
+        self.refresh_tools(agent)
         if instructions.lstrip().startswith("/"):
             raise ValueError(
                 f"instructions '{instructions.split()[0]}' look like a slash command: use the command task for commands"

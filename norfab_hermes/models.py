@@ -22,6 +22,7 @@ from pydantic import (
     StrictStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -57,6 +58,20 @@ SUPPORTED_COMMANDS = {
 }
 # The gateway drops these even if they reach it some other way.
 BLOCKED_COMMANDS = {"restart", "update"}
+# NorFab services and tasks an agent never gets as tools: other agents (no
+# unbounded delegation), a shell, worker administration, and tasks that hand
+# out inventories (with credentials), logs or other jobs' data.
+FORBIDDEN_TOOL_SERVICES = {"hermes", "agent"}
+FORBIDDEN_TOOL_TASKS = {
+    "run_shell_cmd",
+    "get_inventory",
+    "get_logs",
+    "job_details",
+    "job_list",
+    "delete_fetched_files",
+    "get_watchdog_configuration",
+    "runtime_inventory",
+}
 DEFAULT_RUN_TIMEOUT = 300.0
 DEFAULT_TOOL_TIMEOUT = 60.0
 
@@ -114,6 +129,14 @@ class NorfabToolTarget(StrictModel):
     job_data: List[StrictStr] = Field(
         [], description="Model argument names moved into the task's job_data"
     )
+
+    @model_validator(mode="after")
+    def _allowed_target(self) -> "NorfabToolTarget":
+        if self.service in FORBIDDEN_TOOL_SERVICES:
+            raise ValueError(f"service '{self.service}' cannot be a tool: agents do not call other agents' services")
+        if self.task in FORBIDDEN_TOOL_TASKS:
+            raise ValueError(f"task '{self.task}' cannot be a tool: it administers workers or exposes their data")
+        return self
 
 
 class ToolDefinition(StrictModel):

@@ -8,11 +8,14 @@ profile's root config lists ``plugins.enabled: [norfab]``, i.e. in hermes
 workers.
 """
 
+import functools
+import json
 import logging
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from .compat import PLATFORM
 from .models import BLOCKED_COMMANDS
+from .profiles import REGISTRY_TOOLSET, agent_toolset
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +46,13 @@ def _on_model_request(api_call_count: int = 0, **_: Any) -> None:
         host.HOST.on_model_request(run, api_call_count)
 
 
+def _is_norfab_tool(name: str) -> bool:
+    # NorFab tools report their own, richer events and call summaries
+    from tools.registry import registry
+
+    return registry.get_toolset_for_tool(name) == REGISTRY_TOOLSET
+
+
 def _on_tool_started(tool_name: str = "", **_: Any) -> None:
     run = _current_run()
     if run is not None:
@@ -51,7 +61,7 @@ def _on_tool_started(tool_name: str = "", **_: Any) -> None:
 
 def _on_tool_finished(tool_name: str = "", duration_ms: Any = None, status: Any = None, **_: Any) -> None:
     run = _current_run()
-    if run is None:
+    if run is None or _is_norfab_tool(tool_name):
         return
     failed = str(status or "").lower() in ("error", "failed", "blocked")
     took = f" in {float(duration_ms) / 1000:.2f}s" if duration_ms is not None else ""
@@ -60,6 +70,63 @@ def _on_tool_finished(tool_name: str = "", duration_ms: Any = None, status: Any 
         resource=[tool_name],
         severity="WARNING" if failed else "INFO",
     )
+
+
+def _spec(name: str) -> Optional[Any]:
+    """The active profile's definition of tool ``name`` (tools run inside the profile's scope)."""
+    from hermes_cli.profiles import get_active_profile_name
+
+    from . import host
+
+    if host.HOST is None:
+        return None
+    return host.HOST.tool_specs.get(get_active_profile_name(), {}).get(name)
+
+
+def _schema(name: str) -> Dict[str, Any]:
+    spec = _spec(name)
+    return spec.schema if spec is not None else {}
+
+
+def _call(name: str, args: Dict[str, Any], **_: Any) -> str:
+    from tools.interrupt import is_interrupted
+
+    from . import host
+
+    spec = _spec(name)
+    if spec is None:
+        return json.dumps({"ok": False, "error": f"tool {name} is not granted to this agent"})
+    return host.HOST.tool_runner.call(spec, args, _current_run(), is_interrupted)
+
+
+def install_tools(specs: Dict[str, Dict[str, Any]]) -> None:
+    """Register every agent's NorFab tools with Hermes, one toolset per agent.
+
+    Hermes' tool registry is process-wide and keyed by tool name, so a name
+    is registered once and resolves, per call and per schema request, to the
+    definition of the profile whose turn is running. Each agent's toolset
+    lists only its own names, so a model never sees another agent's tools.
+    """
+    from tools.registry import registry
+    from toolsets import create_custom_toolset
+
+    for name in sorted({name for tools in specs.values() for name in tools}):
+        owner = registry.get_toolset_for_tool(name)
+        if owner not in (None, REGISTRY_TOOLSET):
+            for tools in specs.values():
+                if name in tools:
+                    tools[name].error = f"the name is taken by Hermes' own '{owner}' toolset; rename the tool"
+            continue
+        registry.register(
+            name=name,
+            toolset=REGISTRY_TOOLSET,
+            schema={"name": name, "description": "NorFab task", "parameters": {"type": "object", "properties": {}}},
+            handler=functools.partial(_call, name),
+            dynamic_schema_overrides=functools.partial(_schema, name),
+            max_result_size_chars=float("inf"),  # results are bounded by the tool runner
+        )
+    for agent, tools in specs.items():
+        create_custom_toolset(agent_toolset(agent), f"NorFab tools of agent {agent}", tools=sorted(tools))
 
 
 def _adapter_factory(config: Any) -> Any:

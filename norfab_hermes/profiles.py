@@ -18,7 +18,17 @@ import yaml
 from .compat import PLATFORM
 from .models import AgentDefinition
 
-NORFAB_TOOLSET = "norfab"
+PLUGIN = "norfab"  # the Hermes plugin's name
+NORFAB_TOOLSET = "norfab"  # what agent definitions list under toolsets
+# Hermes' registry toolset of all NorFab tools. Not "norfab": Hermes adds the
+# tools of a toolset named like a platform to that platform's default tools,
+# which would hand every agent every NorFab tool.
+REGISTRY_TOOLSET = "norfab-tools"
+
+
+def agent_toolset(agent: str) -> str:
+    """The toolset holding exactly one agent's NorFab tools (``norfab`` in its definition)."""
+    return f"norfab-agent-{agent}"
 HOME_CHANNEL = {"platform": PLATFORM, "chat_id": "norfab-home", "name": "NorFab home"}
 
 # Settings every profile gets and the inventory cannot change: no tool
@@ -65,7 +75,7 @@ def root_config(max_turns: int) -> Dict[str, Any]:
         ENFORCED,
         {
             "gateway": {"multiplex_profiles": True},
-            "plugins": {"enabled": [NORFAB_TOOLSET]},
+            "plugins": {"enabled": [PLUGIN]},
             "agent": {"max_turns": max_turns},
             "platforms": {PLATFORM: {"enabled": False}},
         },
@@ -106,6 +116,7 @@ def _standard_key_vars(provider: Optional[str]) -> List[str]:
 
 
 def profile_config(
+    agent: str,
     definition: AgentDefinition,
     model_defaults: Dict[str, Any],
     max_turns: int,
@@ -118,7 +129,8 @@ def profile_config(
     config = merge({"agent": {"max_turns": max_turns}}, hermes)
     config = merge(config, model_part)
     config = merge(config, ENFORCED)
-    config["platform_toolsets"] = {PLATFORM: list(definition.toolsets)}
+    toolsets = [agent_toolset(agent) if t == NORFAB_TOOLSET else t for t in definition.toolsets]
+    config["platform_toolsets"] = {PLATFORM: toolsets}
     config["platforms"] = {PLATFORM: {"enabled": True, "home_channel": HOME_CHANNEL}}
     return config, secrets
 

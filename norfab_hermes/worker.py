@@ -124,7 +124,7 @@ class HermesWorker(NFPWorker):
                 log.error(f"{self.name} - Agent '{name}' is unavailable: {error}")
                 errors[name] = str(error)
         root = Path(inventory.hermes_home or os.path.join(self.base_dir, "hermes"))
-        return HermesHost(self.name, root, inventory, agents, errors)
+        return HermesHost(self.name, root, inventory, agents, errors, client=self.client)
 
     def _load_reference(self, name: str, reference: AgentReference) -> AgentDefinition:
         url = reference.from_yaml_file
@@ -277,7 +277,9 @@ class HermesWorker(NFPWorker):
     def get_status(self) -> Result:
         """Readiness, agents, active runs and errors of this worker."""
         host = self.host
-        errors = list(self.init_errors) + (list(host.errors.values()) if host else [])
+        if host:
+            host.refresh_tools()
+        errors = list(self.init_errors) + (list(host.errors.values()) + host.tool_errors() if host else [])
         return Result(
             result=WorkerStatus(
                 ready=host is not None and not errors and not host.stopping.is_set(),
@@ -341,7 +343,7 @@ class HermesWorker(NFPWorker):
             **summary.model_dump(),
             instructions=definition.instructions,
             toolsets=definition.toolsets,
-            tools={name: tool.model_dump() for name, tool in definition.tools.items()},
+            tools={name: spec.summary() for name, spec in host.tool_specs.get(agent, {}).items()},
             run_timeout=definition.run_timeout,
             max_turns=host.max_turns(definition),
             config=redact(host.effective_config(agent)),

@@ -108,3 +108,50 @@ def result_of(future: Any, worker: str, timeout: float = 60) -> Dict[str, Any]:
     reply = future.result(timeout=timeout)
     assert reply and worker in reply, reply
     return reply[worker]
+
+
+def network(hosts: List[str]) -> tuple:
+    """A FakeNOS network of cisco_ios devices on 127.0.0.1 behind a nornir worker.
+
+    Returns (worker inventories, files) for :func:`norfab`; the hermes worker
+    that uses it should list ``depends_on: [nornir-worker-1]``.
+    """
+    devices = {
+        name: {"username": "nornir", "password": "nornir", "platform": "cisco_ios", "port": free_port()}
+        for name in hosts
+    }
+    workers = {
+        "fakenos-worker-1": {
+            "service": "fakenos",
+            "networks": {"lab": {"inventory": "nf://fakenos/lab.yaml", "auto_start": True}},
+        },
+        "nornir-worker-1": {
+            "service": "nornir",
+            "depends_on": ["fakenos-worker-1"],
+            "runner": {"plugin": "RetryRunner", "options": {"num_workers": 10, "num_connectors": 5}},
+            "hosts": {
+                name: {"hostname": "127.0.0.1", "port": d["port"], "platform": "cisco_ios", "username": "nornir", "password": "nornir"}
+                for name, d in devices.items()
+            },
+        },
+    }
+    return workers, {"fakenos/lab.yaml": {"hosts": devices}}
+
+
+def lab_workers(url: str) -> Dict[str, dict]:
+    """Two hermes workers sharing the agent name 'interfaces': hermes-lab-1 (interfaces, routing), hermes-lab-2 (interfaces, bgp)."""
+
+    def agents(*names: str) -> Dict[str, dict]:
+        return {name: {"instructions": f"You are the {name} agent."} for name in names}
+
+    return {
+        "hermes-lab-1": hermes_worker(url, agents("interfaces", "routing")),
+        "hermes-lab-2": hermes_worker(url, agents("interfaces", "bgp")),
+    }
+
+
+def last_job(client: Any, task: str) -> Dict[str, Any]:
+    """The newest hermes job of ``task`` in the client's job store: what was sent, to which workers."""
+    jobs = client.job_db.fetch_jobs(service="hermes", task=task, last=1)
+    assert jobs, f"no hermes {task} job was sent"
+    return jobs[0]

@@ -1,0 +1,354 @@
+"""
+NorFab tools: named NorFab tasks an agent may call, run through the worker's
+own NFPClient.
+
+A :class:`ToolSpec` is one agent's view of one tool: the schema its model
+sees and the NorFab task behind it. :class:`ToolRunner` executes a call:
+validate the model's arguments, merge fixed ones, ask for approval when the
+tool changes state, dispatch with a timeout inside the run's budget, and turn
+the NorFab reply into a bounded, redacted result the model can read. Every
+failure is a tool error the model sees; nothing here raises into Hermes.
+
+Nothing in this module imports Hermes; the plugin registers the specs with
+Hermes' tool registry.
+"""
+
+import hashlib
+import json
+import logging
+import textwrap
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import jsonschema
+
+from .models import AgentDefinition, ToolCallSummary, ToolDefinition
+from .redact import scrub
+
+log = logging.getLogger(__name__)
+
+LIST_TASKS_TIMEOUT = 15
+# arguments NorFab injects into every task; never the model's to set
+INJECTED_ARGUMENTS = {"job", "progress"}
+# host filters of NorFab's nornir-style tasks: a call naming hosts expects data back
+HOST_FILTERS = {"FO", "FB", "FH", "FC", "FR", "FG", "FP", "FL", "FM", "FX", "FN", "hosts"}
+DESCRIPTION_CHARS = 1024
+MIN_CALL_SECONDS = 1.0  # a call needs at least this much of the run budget left
+
+
+class ToolSpec:
+    """One agent's tool: what its model sees and where a call goes."""
+
+    def __init__(self, agent: str, name: str, definition: ToolDefinition):
+        self.agent = agent
+        self.name = name
+        self.definition = definition
+        self.target = definition.norfab
+        self.description = definition.description or ""
+        self.parameters: Dict[str, Any] = definition.input_schema or {}
+        self.error: Optional[str] = None
+
+    @property
+    def schema(self) -> Dict[str, Any]:
+        """The OpenAI function schema (name added by Hermes' registry)."""
+        description = self.description
+        if self.error:
+            description = f"UNAVAILABLE: {self.error}. {description}"
+        return {"description": description, "parameters": self.parameters or {"type": "object", "properties": {}}}
+
+    def resolve(self, tasks: Optional[Dict[str, dict]], error: Optional[str] = None) -> None:
+        """Fill description and parameters from the target service's task list."""
+        where = f"{self.target.service}.{self.target.task}"
+        if tasks is None:
+            self.error = f"could not list the tasks of service '{self.target.service}': {error}"
+            return
+        task = tasks.get(self.target.task)
+        if task is None:
+            self.error = f"service '{self.target.service}' has no task '{self.target.task}'"
+            return
+        if (task.get("agent") or {}).get("enabled") is False:
+            self.error = f"{where} is not available to agents (its agent.enabled is false)"
+            return
+        self.error = None
+        if not self.description:
+            text = (task.get("agent") or {}).get("description") or task.get("description") or where
+            self.description = textwrap.dedent(text).strip()[:DESCRIPTION_CHARS]
+        if not self.definition.input_schema:
+            self.parameters = derive_parameters(task.get("inputSchema") or {}, self.target.kwargs)
+
+    def summary(self) -> Dict[str, Any]:
+        return {**self.definition.model_dump(), "parameters": self.parameters, "error": self.error}
+
+
+def derive_parameters(input_schema: Dict[str, Any], fixed: Dict[str, Any]) -> Dict[str, Any]:
+    """The task's input schema minus fixed and injected arguments, closed to extras."""
+    schema = _strip_presence(json.loads(json.dumps(input_schema)))
+    hidden = INJECTED_ARGUMENTS | set(fixed)
+    properties = {k: v for k, v in (schema.get("properties") or {}).items() if k not in hidden}
+    schema.update(
+        type="object",
+        properties=properties,
+        required=[r for r in schema.get("required") or [] if r not in hidden],
+        additionalProperties=False,
+    )
+    if not schema["required"]:
+        del schema["required"]
+    return schema
+
+
+def _strip_presence(value: Any) -> Any:
+    # "presence" is PICLE's shell flag, not JSON schema
+    if isinstance(value, dict):
+        return {k: _strip_presence(v) for k, v in value.items() if k != "presence"}
+    if isinstance(value, list):
+        return [_strip_presence(v) for v in value]
+    return value
+
+
+def build_specs(client: Any, agents: Dict[str, AgentDefinition]) -> Dict[str, Dict[str, ToolSpec]]:
+    """Specs for every agent's tools; each target service's tasks are listed once."""
+    specs = {agent: {name: ToolSpec(agent, name, d) for name, d in a.tools.items()} for agent, a in agents.items()}
+    refresh(client, [spec for tools in specs.values() for spec in tools.values()])
+    return specs
+
+
+def refresh(client: Any, specs: List[ToolSpec]) -> None:
+    services = {spec.target.service for spec in specs}
+    listed = {service: list_tasks(client, service) for service in services}
+    for spec in specs:
+        spec.resolve(*listed[spec.target.service])
+
+
+def list_tasks(client: Any, service: str) -> Tuple[Optional[Dict[str, dict]], Optional[str]]:
+    try:
+        reply = client.run_job(service, "list_tasks", workers="any", timeout=LIST_TASKS_TIMEOUT)
+    except Exception as error:  # a broken service must not break the worker
+        return None, repr(error)
+    if not reply:
+        return None, "no worker of that service answered"
+    result = next(iter(reply.values()))
+    if result.get("failed"):
+        return None, "; ".join(result.get("errors") or ["list_tasks failed"])
+    return {task["name"]: task for task in result.get("result") or []}, None
+
+
+def job_timeout(seconds: float) -> int:
+    """The NorFab job timeout for a call that may take ``seconds``.
+
+    nornir's cli task sets device read timeouts to 0.9 x the job timeout and
+    rejects fractions, so job timeouts go out in tens of seconds; the tool
+    still stops waiting at its own, exact deadline.
+    """
+    return max(10, int(seconds) // 10 * 10)
+
+
+def digest(arguments: Dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(arguments, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+class ToolError(Exception):
+    """A call that cannot go ahead; the message is for the model."""
+
+
+class ToolRunner:
+    """Executes NorFab tool calls for the agents of one worker."""
+
+    def __init__(
+        self,
+        client: Any,
+        max_chars: int,
+        per_target: int,
+        secrets: Callable[[], List[str]] = lambda: [],
+    ):
+        self.client = client
+        self.max_chars = max_chars
+        self.per_target = per_target
+        self.secrets = secrets
+        self._targets: Dict[str, threading.BoundedSemaphore] = {}
+        self._lock = threading.Lock()
+
+    def call(self, spec: ToolSpec, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool]) -> str:
+        """Run one call and return the text the model reads."""
+        started = time.time()
+        target = spec.target
+        summary = ToolCallSummary(
+            tool=spec.name,
+            service=target.service,
+            task=target.task,
+            workers=target.workers,
+            arguments_digest=digest(arguments),
+            status="refused",
+            duration=0.0,
+        )
+        try:
+            kwargs = self.prepare(spec, arguments)
+            timeout = self._timeout(spec, run)
+            self._approve(spec, arguments, run)
+            if run is not None:
+                run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
+            reply = self._dispatch(spec, kwargs, timeout, run, interrupted, summary)
+            text, summary.status, summary.error = self.render(spec, summary.job_uuid, reply, arguments)
+        except ToolError as error:
+            text = json.dumps({"ok": False, "error": str(error), "tool": spec.name, "job_uuid": summary.job_uuid})
+            summary.error = str(error)
+            summary.status = "failed" if summary.job_uuid else "refused"
+        text, summary.truncated = self.bound(scrub(text, self.secrets()))
+        summary.duration = round(time.time() - started, 3)
+        if run is not None:
+            run.tool_calls.append(summary)
+            failed = summary.status != "completed"
+            run.event(
+                f"tool {spec.name} {summary.status}" + (f": {summary.error}" if summary.error else "")
+                + (f", job {summary.job_uuid}" if summary.job_uuid else ""),
+                resource=[spec.name],
+                severity="WARNING" if failed else "INFO",
+                extras={"tool_call": summary.model_dump()},
+            )
+        return text
+
+    # ------------------------------------------------------------- arguments
+
+    def prepare(self, spec: ToolSpec, arguments: Dict[str, Any]) -> Dict[str, Any]:
+        """Validate the model's arguments and build the task kwargs."""
+        if spec.error:
+            raise ToolError(f"tool {spec.name} is unavailable: {spec.error}")
+        if not isinstance(arguments, dict):
+            raise ToolError("arguments must be a JSON object")
+        target = spec.target
+        fixed = sorted(set(arguments) & (set(target.kwargs) | {"workers"}))
+        if fixed:
+            raise ToolError(
+                f"argument(s) {', '.join(fixed)} are fixed by the tool definition and cannot be set; call again without them"
+            )
+        try:
+            jsonschema.validate(arguments, spec.parameters or {"type": "object"})
+        except jsonschema.ValidationError as error:
+            path = ".".join(str(p) for p in error.absolute_path) or "arguments"
+            raise ToolError(f"invalid arguments ({path}): {error.message}; call again with arguments matching the schema") from None
+        kwargs = {k: v for k, v in arguments.items() if k not in target.job_data}
+        moved = {k: arguments[k] for k in target.job_data if k in arguments}
+        kwargs.update(target.kwargs)
+        if moved:
+            fixed_data = target.kwargs.get("job_data")
+            if fixed_data is not None and not isinstance(fixed_data, dict):
+                raise ToolError("the tool definition fixes job_data to a file; it cannot take arguments")
+            kwargs["job_data"] = {**moved, **(fixed_data or {})}
+        return kwargs
+
+    def _timeout(self, spec: ToolSpec, run: Any) -> float:
+        timeout = spec.target.timeout
+        if run is not None:
+            timeout = min(timeout, run.remaining() - MIN_CALL_SECONDS)
+        if timeout < MIN_CALL_SECONDS:
+            raise ToolError("the run's time budget is spent; no time left for another tool call")
+        return timeout
+
+    def _approve(self, spec: ToolSpec, arguments: Dict[str, Any], run: Any) -> None:
+        if not spec.definition.approval:
+            return
+        from . import host
+
+        if host.HOST is None or run is None:
+            raise ToolError("this tool needs the operator's approval, and nobody can be asked in this run")
+        question = (
+            f"Agent '{spec.agent}' wants to run tool {spec.name} "
+            f"({spec.target.service}.{spec.target.task}) with {json.dumps(arguments, sort_keys=True)}. Allow?"
+        )
+        try:
+            allowed = host.HOST.ask_operator(run.session_key, question, False)
+        except PermissionError as reason:
+            raise ToolError(f"this tool needs the operator's approval: {reason}; the call was not made") from None
+        if allowed is not True and str(allowed).lower() not in ("y", "yes", "true"):
+            raise ToolError("the operator declined this call; it was not made")
+
+    # -------------------------------------------------------------- dispatch
+
+    def _semaphore(self, spec: ToolSpec) -> threading.BoundedSemaphore:
+        key = f"{spec.target.service}/{json.dumps(spec.target.workers)}"
+        with self._lock:
+            return self._targets.setdefault(key, threading.BoundedSemaphore(self.per_target))
+
+    def _dispatch(
+        self,
+        spec: ToolSpec,
+        kwargs: Dict[str, Any],
+        timeout: float,
+        run: Any,
+        interrupted: Callable[[], bool],
+        summary: ToolCallSummary,
+    ) -> Any:
+        target = spec.target
+        deadline = time.time() + timeout
+        # concurrent jobs to one nornir worker can come back empty; queue them
+        semaphore = self._semaphore(spec)
+        while not semaphore.acquire(timeout=0.2):
+            if interrupted():
+                raise ToolError("the run was interrupted before the call was made")
+            if time.time() > deadline:
+                raise ToolError(f"waited {timeout:.0f}s for other calls to {target.service} to finish; the call was not made")
+        try:
+            future = self.client.submit_job(
+                target.service,
+                target.task,
+                kwargs=kwargs,
+                workers=target.workers,
+                timeout=job_timeout(deadline - time.time()),
+            )
+            if future is None:
+                raise ToolError(f"NorFab did not accept the job for {target.service}.{target.task}")
+            summary.job_uuid = future.uuid
+            while not future.done_event.is_set() and time.time() < deadline:
+                for event in future.events(timeout=0.2):
+                    if run is not None and event.get("event_type") == "progress" and event.get("message"):
+                        run.event(f"tool {spec.name}: {event['message']}", resource=event.get("resource") or [])
+                if interrupted():
+                    raise ToolError(f"the run was interrupted while job {future.uuid} was running")
+            return future.result(timeout=0.5)
+        finally:
+            semaphore.release()
+
+    # ---------------------------------------------------------------- result
+
+    def render(self, spec: ToolSpec, uuid: Optional[str], reply: Any, arguments: Dict[str, Any]) -> Tuple[str, str, Optional[str]]:
+        """The model's view of a NorFab reply: per worker status, errors and result."""
+        target = spec.target
+        if not reply:
+            error = f"job {uuid} for {target.service}.{target.task} got no reply: no worker matched '{target.workers}' or it timed out"
+            raise ToolError(error)
+        workers = {}
+        errors = []
+        for worker, result in reply.items():
+            entry = {"status": result.get("status"), "failed": bool(result.get("failed"))}
+            if result.get("status") == "no_match":
+                entry["errors"] = ["no hosts matched the host filters"]
+                errors.append(f"{worker}: no hosts matched the host filters")
+            elif result.get("failed") or result.get("status") in ("timeout", "error", "failed"):
+                entry["failed"] = True
+                entry["errors"] = result.get("errors") or [f"task failed with status {result.get('status')}"]
+                errors.append(f"{worker}: {'; '.join(entry['errors'])}")
+            if result.get("result") is not None:
+                # failed results often carry the per-device reason
+                entry["result"] = result.get("result")
+            workers[worker] = entry
+        if not errors and set(arguments) & HOST_FILTERS and not any(w.get("result") for w in workers.values()):
+            # NorFab can mark a job completed with no data when jobs to one
+            # nornir worker overlap; it is not evidence that hosts have nothing
+            errors.append("the task completed but returned no data for the requested hosts; retry the call")
+        ok = not errors
+        payload = {
+            "ok": ok,
+            "tool": spec.name,
+            "task": f"{target.service}.{target.task}",
+            "job_uuid": uuid,
+            "workers": workers,
+        }
+        if errors:
+            payload["error"] = "; ".join(errors)
+        return json.dumps(payload, default=str), "completed" if ok else "failed", payload.get("error")
+
+    def bound(self, text: str) -> Tuple[str, bool]:
+        if len(text) <= self.max_chars:
+            return text, False
+        note = f"\n[truncated: showing {self.max_chars} of {len(text)} characters; narrow the request to see the rest]"
+        return text[: self.max_chars] + note, True
