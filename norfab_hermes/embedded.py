@@ -1,0 +1,118 @@
+"""
+An embedded NorFab: broker and workers started in this process from an
+inventory, for the demo, tests and benchmarks.
+
+``running_norfab`` builds an inventory from inline worker definitions in a
+directory of its own; ``started`` runs any inventory file. Both wait until
+every worker has registered with the broker (NorFab's ``start()`` returns
+before that) and always destroy NorFab on the way out.
+"""
+
+import socket
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+import yaml
+from norfab.core.nfapi import NorFab
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_workers(client: Any, names: List[str], timeout: float = 60) -> None:
+    """NorFab's start() returns before workers registered with the broker."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        reply = client.mmi("mmi.service.broker", "show_workers") or {}
+        alive = {w["name"] for w in reply.get("results") or [] if w.get("status") == "alive"}
+        if set(names) <= alive:
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"workers {names} did not register; alive: {sorted(alive)}")
+
+
+def write_inventory(base: Path, workers: Dict[str, dict], files: Optional[Dict[str, Any]] = None) -> Path:
+    """A NorFab inventory with one inline definition per worker; files go under base."""
+    for path, content in (files or {}).items():
+        target = base / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content if isinstance(content, str) else yaml.safe_dump(content))
+    topology = []
+    for name, data in workers.items():
+        depends = data.pop("depends_on", None)
+        topology.append({name: {"depends_on": depends}} if depends else name)
+    inventory = {
+        "broker": {"endpoint": f"tcp://127.0.0.1:{free_port()}"},
+        "logging": {"handlers": {"terminal": {"level": "CRITICAL"}, "file": {"level": "INFO"}}},
+        "topology": {"broker": True, "workers_init_timeout": 120, "workers": topology},
+        "workers": {name: [data] for name, data in workers.items()},
+    }
+    path = base / "inventory.yaml"
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    return path
+
+
+@contextmanager
+def started(inventory: Path, workers: List[str]) -> Iterator[Any]:
+    """Start NorFab from an inventory file; yields it with ``nf.client`` ready."""
+    nf = NorFab(inventory=str(inventory))
+    nf.start()
+    try:
+        if nf.exiting:
+            raise RuntimeError(f"NorFab failed to start; see {Path(inventory).parent}/__norfab__/logs")
+        nf.client = nf.make_client()
+        wait_for_workers(nf.client, workers)
+        yield nf
+    finally:
+        nf.destroy()
+
+
+@contextmanager
+def running_norfab(base: Path, workers: Dict[str, dict], files: Optional[Dict[str, Any]] = None) -> Iterator[Any]:
+    """Start NorFab from inline worker inventories written under ``base``."""
+    names = list(workers)
+    with started(write_inventory(base, workers, files), names) as nf:
+        yield nf
+
+
+def hermes_worker(url: str, agents: Dict[str, Any], **settings: Any) -> dict:
+    """Inline inventory of a hermes worker whose agents use the scripted model at ``url``."""
+    return {
+        "service": "hermes",
+        "model": {"provider": "custom", "base_url": url, "context_length": 131072},
+        "agents": agents,
+        **settings,
+    }
+
+
+def network(hosts: List[str]) -> tuple:
+    """A FakeNOS network of cisco_ios devices on 127.0.0.1 behind a nornir worker.
+
+    Returns (worker inventories, files) for :func:`running_norfab`; the hermes worker
+    that uses it should list ``depends_on: [nornir-worker-1]``.
+    """
+    devices = {
+        name: {"username": "nornir", "password": "nornir", "platform": "cisco_ios", "port": free_port()}
+        for name in hosts
+    }
+    workers = {
+        "fakenos-worker-1": {
+            "service": "fakenos",
+            "networks": {"lab": {"inventory": "nf://fakenos/lab.yaml", "auto_start": True}},
+        },
+        "nornir-worker-1": {
+            "service": "nornir",
+            "depends_on": ["fakenos-worker-1"],
+            "runner": {"plugin": "RetryRunner", "options": {"num_workers": 10, "num_connectors": 5}},
+            "hosts": {
+                name: {"hostname": "127.0.0.1", "port": d["port"], "platform": "cisco_ios", "username": "nornir", "password": "nornir"}
+                for name, d in devices.items()
+            },
+        },
+    }
+    return workers, {"fakenos/lab.yaml": {"hosts": devices}}
