@@ -1,0 +1,231 @@
+"""
+One agent turn from the ``nf#`` shell, live: job events as they arrive,
+operator questions answered at the terminal, Ctrl+C interrupts the run.
+
+Used by ``hermes invoke`` and by each line of ``hermes chat``. NorFab's own
+``run_future_job`` cannot interrupt a run: it does not hand back the run id
+from the first event, and a Ctrl+C while it waits shuts NorFab down (see
+:class:`CtrlC`). So this module submits the job itself and reuses NorFab's
+``collect_input_request`` for questions and approvals.
+"""
+
+import os
+import re
+import select
+import signal
+import sys
+import termios
+import threading
+from contextlib import contextmanager
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+from norfab.clients.nfcli_shell.common import collect_input_request
+from rich.console import Console, Group, RenderableType
+from rich.markdown import Markdown
+from rich.table import Table
+from rich.text import Text
+
+from .models import InvokeResultData
+from .routing import SERVICE, Router, RoutingError, Target, job_timeout
+
+POLL = 0.1  # seconds between checks for a Ctrl+C key while a job runs
+CTRL_C = b"\x03"
+ID_COLUMNS = ("session", "run")  # table columns users copy ids from
+
+
+class CtrlC:
+    """
+    Ctrl+C while a hermes command runs, without stopping NorFab.
+
+    NorFab's SIGINT handler shuts NorFab down, and the broker and workers nfcli
+    starts locally inherit it and share the terminal's process group, so a
+    terminal Ctrl+C would stop them all. On a terminal, Ctrl+C is therefore
+    read as a key (the tty's ISIG is off; keys typed meanwhile are dropped) and
+    reported by :meth:`pressed`. A SIGINT that still reaches nfcli (no
+    terminal, ``kill -INT``) raises KeyboardInterrupt instead. Nests safely.
+    """
+
+    def __enter__(self) -> "CtrlC":
+        self.handler = None
+        if threading.current_thread() is threading.main_thread():
+            self.handler = signal.getsignal(signal.SIGINT)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            self.fd: Optional[int] = sys.stdin.fileno() if sys.stdin and sys.stdin.isatty() else None
+        except (AttributeError, OSError, ValueError):  # stdin replaced, e.g. under pytest
+            self.fd = None
+        if self.fd is not None:
+            self.saved = termios.tcgetattr(self.fd)
+            self._mode(keys=True)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.fd is not None:
+            termios.tcsetattr(self.fd, termios.TCSANOW, self.saved)
+        if self.handler is not None:
+            signal.signal(signal.SIGINT, self.handler)
+
+    def _mode(self, keys: bool) -> None:
+        attrs = list(self.saved)
+        attrs[3] = (attrs[3] & ~(termios.ICANON | termios.ECHO)) if keys else (attrs[3] | termios.ICANON | termios.ECHO)
+        attrs[3] &= ~termios.ISIG
+        termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+
+    def pressed(self) -> bool:
+        """True if Ctrl+C was typed since the last call."""
+        hit = False
+        while self.fd is not None and select.select([self.fd], [], [], 0)[0]:
+            data = os.read(self.fd, 1024)
+            hit = hit or CTRL_C in data
+            if not data:
+                break
+        return hit
+
+    @contextmanager
+    def typing(self) -> Iterator[None]:
+        """Line input with echo for an operator's answer; Ctrl+C stays a plain key."""
+        if self.fd is not None:
+            self._mode(keys=False)
+        try:
+            yield
+        finally:
+            if self.fd is not None:
+                self._mode(keys=True)
+
+
+def run_turn(
+    router: Router,
+    target: Target,
+    instructions: str,
+    session_id: Optional[str],
+    timeout: Optional[float],
+    show_event: Callable[[dict], None],
+    console: Console,
+) -> Optional[dict]:
+    """
+    Run one interactive invoke on ``target`` and return the worker's Result dict.
+
+    The first Ctrl+C asks the worker to interrupt the run (as soon as its run
+    id is known) and keeps waiting for the partial reply; a second Ctrl+C
+    stops waiting and returns None, leaving the run to finish on the worker.
+    """
+    kwargs: Dict[str, Any] = {
+        "agent": target.agent,
+        "instructions": instructions,
+        "session_id": session_id,
+        "interactive": True,
+    }
+    if timeout:
+        kwargs["timeout"] = timeout
+    with CtrlC() as ctrl_c:
+        future = router.client.submit_job(
+            SERVICE, "invoke", kwargs=kwargs, workers=target.worker, timeout=job_timeout(timeout)
+        )
+        run_id, interrupting, question = None, False, None
+        while True:
+            try:
+                # events() ends with the job, or after POLL seconds without events
+                for event in future.events(timeout=POLL):
+                    extras = event.get("extras") or {}
+                    if not run_id and extras.get("run_id"):
+                        run_id = extras["run_id"]
+                        if interrupting:
+                            _interrupt(router, target, run_id, console)
+                    if event.get("event_type") == "input_request" and extras.get("input_request"):
+                        question = extras["input_request"]
+                        with ctrl_c.typing():
+                            collect_input_request(future, event, console)
+                        question = None
+                    show_event(event)
+                if future.done_event.is_set():
+                    break
+                if ctrl_c.pressed():
+                    raise KeyboardInterrupt  # the key and the signal are handled alike
+            except KeyboardInterrupt:
+                if question:  # Ctrl+C at the operator prompt also withdraws the answer
+                    future.send_response(input_id=question["id"], value=None, cancel=True, worker=target.worker)
+                    question = None
+                if interrupting:
+                    console.print(
+                        Text(
+                            f"stopped waiting; the run goes on on worker '{target.worker}' until it ends, "
+                            f"see 'hermes status workers {target.worker}'",
+                            style="yellow",
+                        )
+                    )
+                    return None
+                interrupting = True
+                if run_id:
+                    _interrupt(router, target, run_id, console)
+                else:
+                    console.print(
+                        Text("interrupting as soon as the run starts (Ctrl+C again stops waiting)", style="yellow")
+                    )
+        reply = future.result(timeout=job_timeout(timeout))
+    if not reply or target.worker not in reply:
+        job = router.client.job_db.get_job(future.uuid) or {}
+        errors = "; ".join(job.get("errors") or []) or "no result"
+        raise RoutingError(f"hermes invoke on worker '{target.worker}' returned no result: {errors}")
+    return reply[target.worker]
+
+
+def _interrupt(router: Router, target: Target, run_id: str, console: Console) -> None:
+    console.print(
+        Text(f"interrupting run {run_id} on worker '{target.worker}' (Ctrl+C again stops waiting)", style="yellow")
+    )
+    try:
+        res = router.call("interrupt", [target.worker], {"agent": target.agent, "run_id": run_id})
+    except RoutingError as error:
+        console.print(Text(str(error), style="red"))
+        return
+    answer = res.get(target.worker) or {}
+    if answer.get("failed"):
+        console.print(Text("; ".join(answer.get("errors") or ["interrupt failed"]), style="red"))
+
+
+def markdown(text: str) -> Markdown:
+    """Markdown that keeps single line breaks: device output and native command answers are line oriented."""
+    return Markdown(re.sub(r"(?<!\n)\n(?!\n)", "  \n", text))
+
+
+def error_text(errors: List[str]) -> Text:
+    return Text("\n".join(errors) or "failed", style="red")
+
+
+def reply_view(res: dict, continue_hint: Optional[str] = None) -> RenderableType:
+    """An invoke Result as Markdown reply, tool calls, warnings and the ids to continue with."""
+    if res.get("failed") or not res.get("result"):
+        return error_text(res.get("errors") or [f"invoke failed: {res.get('status')}"])
+    data = InvokeResultData.model_validate(res["result"])
+    parts: List[RenderableType] = [markdown(data.response or "(no reply)")]
+    for call in data.tool_calls:
+        where = f" {call.service}.{call.task}" if call.service else ""
+        job = f" job {call.job_uuid}" if call.job_uuid else ""
+        problem = f": {call.error}" if call.error else ""
+        parts.append(Text(f"tool {call.tool}{where} {call.status} in {call.duration:.2f}s{job}{problem}", style="dim"))
+    for warning in data.warnings:
+        parts.append(Text(f"warning: {warning}", style="yellow"))
+    style = "dim" if data.stop_reason == "completed" else "yellow"
+    parts.append(
+        Text(
+            f"{data.stop_reason} | run {data.run_id} | session {data.session_id} | worker {data.worker} | "
+            f"agent {data.agent} | {data.usage.total_tokens} tokens",
+            style=style,
+        )
+    )
+    if continue_hint:
+        parts.append(Text(continue_hint, style="dim"))
+    return Group(*parts)
+
+
+def table(title: str, columns: List[str], rows: List[List[Any]]) -> RenderableType:
+    """A rich table of plain-text cells (brackets in values survive); text wraps, ids stay whole to copy."""
+    if not rows:
+        return Text(f"{title}: none")
+    view = Table(title=title, title_justify="left")
+    for index, column in enumerate(columns):
+        whole = max(len(str(row[index] or "")) for row in rows) if column in ID_COLUMNS else None
+        view.add_column(column, overflow="fold", min_width=whole)
+    for row in rows:
+        view.add_row(*[cell if isinstance(cell, Text) else Text("" if cell is None else str(cell)) for cell in row])
+    return view

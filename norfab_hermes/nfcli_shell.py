@@ -1,0 +1,359 @@
+"""
+``nf# hermes ...``: the hermes command tree of NorFab's nfcli shell (PICLE).
+
+Mounted through the NorFab inventory::
+
+    plugins:
+      hermes:
+        nfcli:
+          mount_path: hermes
+          shell_model: "norfab_hermes.nfcli_shell:HermesShell"
+
+PICLE has no positional arguments, so verbs that take an agent name and free
+text (``invoke AGENT "TEXT"``, ``session AGENT ID``, ``command AGENT "/usage"``,
+``chat AGENT``) are fields whose values are those positionals, with their
+options (``session``, ``workers``, ``timeout``) on the same model; agent-only
+verbs (``sessions AGENT``, ``interrupt AGENT``) are PICLE key dicts. An agent
+name equal to, or a prefix of, a ``hermes`` keyword must be quoted, and so
+should instructions.
+
+Only ``models`` and ``routing`` (plus the shell's own modules) are imported:
+NorFab's task registry is process-global, so the worker module and Hermes
+must stay out of the client process.
+"""
+
+import builtins
+from typing import Any, Dict, List, Optional
+
+from norfab.clients.nfcli_shell.common import print_event, run_future_job
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
+
+from .models import AgentSummary, CommandResultData, SessionDetails, SessionSummary, WorkerStatus
+from .nfcli_chat import Chat, pick_agent
+from .nfcli_live import CtrlC, error_text, markdown, reply_view, run_turn, table
+from .routing import COMMAND_JOB_TIMEOUT, Router, RoutingError, Target
+
+TOOL_OUTPUT_CHARS = 2000  # tool messages shown in 'hermes session' are cut here
+
+
+def router() -> Router:
+    return Router(builtins.NFCLIENT)
+
+
+def positionals(value: Any) -> List[str]:
+    """A verb field's values as strings (PICLE coerces bare values such as 007 or True)."""
+    if value is None or value is True:
+        return []
+    return [str(item) for item in (value if isinstance(value, list) else [value])]
+
+
+def as_str(value: Any) -> Optional[str]:
+    return None if value is None else str(value)
+
+
+def guarded(render: Any) -> Any:
+    """Run a command body; a routing error becomes a red message, Ctrl+C cancels it (not nfcli)."""
+    try:
+        with CtrlC():
+            return render()
+    except RoutingError as error:
+        return error_text([str(error)])
+    except KeyboardInterrupt:
+        return Text("cancelled; a job already sent finishes on its worker", style="yellow")
+
+
+def misparsed(kwargs: Dict[str, Any]) -> Optional[Text]:
+    """An unquoted keyword inside instructions starts that command; refuse rather than run it."""
+    verbs = [verb for verb in ("invoke", "chat", "command", "session") if kwargs.get(verb) is not None]
+    if verbs:
+        return error_text([f"'{verbs[0]}' takes quoted text: hermes {verbs[0]} AGENT \"TEXT WITH KEYWORDS\""])
+    return None
+
+
+def failed(res: dict) -> Optional[Text]:
+    if res.get("failed") or res.get("result") is None:
+        return error_text(res.get("errors") or [f"no result: {res.get('status')}"])
+    return None
+
+
+# ------------------------------------------------------------------- views
+
+
+def agents_view(replies: Dict[str, dict]) -> RenderableType:
+    rows = []
+    for worker, res in sorted(replies.items()):
+        problem = failed(res)
+        if problem:
+            rows.append([worker, "", "no", "", "", problem])
+            continue
+        for agent in (AgentSummary.model_validate(a) for a in res["result"]):
+            state = "yes" if agent.available else Text(f"no: {agent.error or 'unavailable'}", style="red")
+            rows.append([worker, agent.name, state, agent.model, agent.provider, agent.description])
+    return table("hermes agents", ["worker", "agent", "available", "model", "provider", "description"], rows)
+
+
+def status_view(replies: Dict[str, dict]) -> RenderableType:
+    workers, runs = [], []
+    for worker, res in sorted(replies.items()):
+        problem = failed(res)
+        if problem:
+            workers.append([worker, Text("no", style="red"), "", "", "", problem])
+            continue
+        status = WorkerStatus.model_validate(res["result"])
+        agents = ", ".join(name if ok else f"{name} (unavailable)" for name, ok in sorted(status.agents.items()))
+        ready = Text("yes") if status.ready else Text("no", style="red")
+        slots = f"{len(status.active_runs)}/{status.max_concurrent_runs}"
+        workers.append([worker, ready, agents, slots, status.threads, "; ".join(status.errors)])
+        runs.extend([worker, run.run_id, run.agent, run.session_id, run.started] for run in status.active_runs)
+    views = [table("hermes workers", ["worker", "ready", "agents", "runs", "threads", "errors"], workers)]
+    if runs:
+        views.append(table("active runs", ["worker", "run", "agent", "session", "started"], runs))
+    return Group(*views)
+
+
+def sessions_view(target: Target, sessions: List[dict]) -> RenderableType:
+    rows = []
+    for session in (SessionSummary.model_validate(s) for s in sessions):
+        rows.append(
+            [session.session_id, session.title, session.source, session.last_active, session.message_count, session.preview]
+        )
+    return Group(
+        table(
+            f"sessions of agent '{target.agent}' on worker '{target.worker}'",
+            ["session", "title", "source", "last active", "messages", "preview"],
+            rows,
+        ),
+        Text(f"continue one with: hermes chat {target.agent} session SESSION workers {target.worker}", style="dim"),
+    )
+
+
+def session_view(data: dict) -> RenderableType:
+    session = SessionDetails.model_validate(data)
+    parts: List[RenderableType] = [
+        Text(
+            f"session {session.session_id} | agent {session.agent} | worker {session.worker} | "
+            f"title {session.title} | {session.message_count} messages | last active {session.last_active}",
+            style="bold",
+        )
+    ]
+    for message in session.messages:
+        parts.append(Text(f"\n{message.role} {message.timestamp or ''}", style="cyan"))
+        for call in message.tool_calls:
+            parts.append(Text(f"calls {call.get('name')} {call.get('arguments')}", style="dim"))
+        content = message.content or ""
+        if message.role == "tool":
+            cut = content[:TOOL_OUTPUT_CHARS]
+            parts.append(Text(cut + (" ... (cut)" if len(content) > len(cut) else ""), style="dim"))
+        elif message.role == "assistant":
+            parts.append(markdown(content))
+        elif content:
+            parts.append(Text(content))
+    return Group(*parts)
+
+
+# ---------------------------------------------------------------- commands
+
+
+class WorkersOption(BaseModel):
+    workers: Optional[StrictStr] = Field(None, description="Hermes worker name or glob, e.g. hermes-lab-*")
+
+    @staticmethod
+    def source_workers() -> List[str]:
+        try:
+            return router().select()
+        except Exception:  # completion must never break the prompt
+            return []
+
+
+class HermesAgentsCommand(WorkersOption):
+    @staticmethod
+    def run(workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
+        return misparsed(kwargs) or guarded(lambda: agents_view(router().agents(as_str(workers))))
+
+
+class HermesStatusCommand(WorkersOption):
+    @staticmethod
+    def run(workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
+        return misparsed(kwargs) or guarded(lambda: status_view(router().status(as_str(workers))))
+
+
+class HermesSessionsCommand(WorkersOption):
+    limit: Optional[StrictInt] = Field(None, description="Newest sessions to list (default 20)")
+
+    @staticmethod
+    def run(agent: str, workers: Optional[str] = None, limit: Optional[int] = None, **kwargs: Any) -> RenderableType:
+        def render() -> RenderableType:
+            routes = router()
+            target = routes.resolve(str(agent), as_str(workers))
+            res = routes.call("get_sessions", [target.worker], {"agent": target.agent, "limit": limit or 20})
+            res = res[target.worker]
+            return failed(res) or sessions_view(target, res["result"])
+
+        return misparsed(kwargs) or guarded(render)
+
+
+class HermesInterruptCommand(WorkersOption):
+    model_config = ConfigDict(populate_by_name=True)
+    run_id: Optional[StrictStr] = Field(
+        None, alias="run", description="Run id, from the invoke's output or 'hermes status'"
+    )
+
+    @staticmethod
+    def run(agent: str, run_id: Optional[str] = None, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
+        if misparsed(kwargs):
+            return misparsed(kwargs)
+        if not run_id:
+            return error_text(["usage: hermes interrupt AGENT run RUN_ID (workers WORKER)"])
+        run_id = str(run_id)
+
+        def render() -> RenderableType:
+            routes = router()
+            target = routes.run_owner(str(agent), run_id, as_str(workers))
+            res = routes.call("interrupt", [target.worker], {"agent": target.agent, "run_id": run_id})
+            res = res[target.worker]
+            return failed(res) or Text(
+                f"run {run_id} of agent '{target.agent}' on worker '{target.worker}' is stopping; "
+                "its invoke returns with stop_reason 'interrupted'"
+            )
+
+        return guarded(render)
+
+
+USAGE = """usage:
+  hermes agents (workers SELECTOR)
+  hermes status (workers SELECTOR)
+  hermes invoke AGENT "INSTRUCTIONS" (session SESSION) (workers WORKER) (timeout SECONDS)
+  hermes chat (AGENT) (session SESSION) (workers WORKER) (timeout SECONDS)
+  hermes sessions AGENT (workers WORKER)
+  hermes session AGENT SESSION (workers WORKER)
+  hermes interrupt AGENT run RUN_ID (workers WORKER)
+  hermes command AGENT "/COMMAND" (session SESSION) (workers WORKER)"""
+
+
+class HermesShell(BaseModel):
+    """The ``hermes`` commands: agents, sessions and runs of hermes workers."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    agents: HermesAgentsCommand = Field(None, description="List agents of hermes workers")
+    status: HermesStatusCommand = Field(None, description="Show hermes workers: readiness, agents, active runs")
+    invoke: Any = Field(None, description='AGENT "INSTRUCTIONS" - run one agent turn')
+    chat: Any = Field(
+        None, description="AGENT - chat with an agent; without AGENT pick one", json_schema_extra={"presence": True}
+    )
+    sessions: Dict[StrictStr, HermesSessionsCommand] = Field(
+        None, description="List an agent's sessions", json_schema_extra={"pkey": "agent", "pkey_description": "Agent name"}
+    )
+    session: Any = Field(
+        None, description="AGENT SESSION - show a session; with invoke, chat or command: the session to continue"
+    )
+    interrupt: Dict[StrictStr, HermesInterruptCommand] = Field(
+        None,
+        description="Stop an agent's running turn",
+        json_schema_extra={"pkey": "agent", "pkey_description": "Agent name"},
+    )
+    command: Any = Field(None, description='AGENT "/COMMAND" - run a native command, e.g. "/usage"')
+    workers: Optional[StrictStr] = Field(None, description="Hermes worker name or glob, e.g. hermes-lab-*")
+    timeout: Optional[StrictInt] = Field(None, description="Run budget in seconds (invoke, chat)")
+
+    class PicleConfig:
+        subshell = True
+        prompt = "nf[hermes]#"
+
+    source_workers = WorkersOption.source_workers
+
+    @staticmethod
+    def source_agents(choice: Optional[str] = None) -> List[str]:
+        try:
+            replies = router().agents()
+        except Exception:  # completion must never break the prompt
+            return []
+        names = {a["name"] for res in replies.values() if not res.get("failed") for a in res.get("result") or []}
+        return sorted(name for name in names if not choice or name.startswith(choice))
+
+    source_invoke = source_chat = source_command = source_agents
+
+    @staticmethod
+    def run(picle_app: Any = None, **kwargs: Any) -> RenderableType:
+        workers, timeout = as_str(kwargs.get("workers")), kwargs.get("timeout")
+        verb = next((v for v in ("invoke", "chat", "command") if kwargs.get(v) is not None), None)
+        session = as_str(kwargs.get("session")) if verb else None
+        if verb == "invoke":
+            args = positionals(kwargs["invoke"])
+            if len(args) < 2:
+                return error_text([USAGE])
+            return guarded(lambda: run_invoke(args[0], " ".join(args[1:]), session, workers, timeout))
+        if verb == "command":
+            args = positionals(kwargs["command"])
+            if len(args) < 2:
+                return error_text([USAGE])
+            return guarded(lambda: run_command(args[0], " ".join(args[1:]), session, workers))
+        if verb == "chat":
+            args = positionals(kwargs["chat"])
+            return guarded(lambda: run_chat(picle_app, args[0] if args else None, session, workers, timeout))
+        if kwargs.get("session") is not None:
+            args = positionals(kwargs["session"])
+            if len(args) != 2:
+                return error_text([USAGE])
+            return guarded(lambda: run_show_session(args[0], args[1], workers))
+        return error_text([USAGE])
+
+
+def run_invoke(agent: str, instructions: str, session: Optional[str], workers: Optional[str], timeout: Any) -> Any:
+    routes = router()
+    target = routes.resolve(agent, workers, session)
+    console = Console()
+    console.print(Text(f"invoking agent '{target.agent}' on worker '{target.worker}', session {session or 'new'}"))
+    res = run_turn(routes, target, instructions, session, timeout, lambda event: print_event(event, console), console)
+    if res is None:  # the operator stopped waiting
+        return None
+    session_id = (res.get("result") or {}).get("session_id")
+    hint = None
+    if session_id and not res.get("failed"):
+        hint = f'continue with: hermes invoke {target.agent} "..." session {session_id} workers {target.worker}'
+    return reply_view(res, hint)
+
+
+def run_command(agent: str, line: str, session: Optional[str], workers: Optional[str]) -> RenderableType:
+    target = router().resolve(agent, workers, session)
+    reply = run_future_job(
+        "hermes",
+        "command",
+        workers=target.worker,
+        kwargs={"agent": target.agent, "command": line, "session_id": session},
+        timeout=COMMAND_JOB_TIMEOUT,
+    )
+    res = (reply or {}).get(target.worker)
+    if not res:
+        return error_text([f"hermes command on worker '{target.worker}' returned no result"])
+    if failed(res):
+        return failed(res)
+    data = CommandResultData.model_validate(res["result"])
+    return Group(
+        markdown(data.response or "(no answer)"),
+        Text(f"{data.command} | agent {data.agent} | worker {data.worker} | session {data.session_id}", style="dim"),
+    )
+
+
+def run_show_session(agent: str, session_id: str, workers: Optional[str]) -> RenderableType:
+    routes = router()
+    target = routes.resolve(agent, workers, session_id)
+    res = routes.call("get_session", [target.worker], {"agent": target.agent, "session_id": session_id})[target.worker]
+    return failed(res) or session_view(res["result"])
+
+
+def run_chat(picle_app: Any, agent: Optional[str], session: Optional[str], workers: Optional[str], timeout: Any) -> None:
+    routes = router()
+    if agent is None:
+        target = pick_agent(picle_app, routes, workers)
+    elif session:
+        target = routes.resolve(agent, workers, session)
+    else:
+        hosting = routes.hosting(agent, workers)
+        target = Target(hosting[0], agent) if len(hosting) == 1 else pick_agent(picle_app, routes, hosting, agent)
+    if target is not None:
+        Chat(picle_app, routes, target, session, timeout).loop()
+    return None  # True would end nfcli
+

@@ -1,0 +1,312 @@
+"""
+Client-side routing for the hermes service: which worker runs a command.
+
+An agent is ``(worker, agent)``, a session ``(worker, agent, session_id)``.
+NorFab routes jobs to ``all``, ``any``, one worker name or a list of names;
+it knows nothing about agents and rejects globs. This module closes that gap
+for the ``nf#`` shell and for Python callers, using only the broker's worker
+list (``show_workers``) and the hermes tasks themselves:
+
+* **Worker selectors** (``workers``): ``None``, ``"all"`` or ``"any"`` mean
+  every alive hermes worker; otherwise a worker name, a glob such as
+  ``hermes-lab-*`` (expanded here with fnmatch), a comma-separated string or
+  a list of those. Only workers the broker reports alive for the ``hermes``
+  service are used. A name that is not alive, or a glob that matches nothing,
+  is an error naming the alive workers.
+* **Agents**: ``get_agents`` fans out to the selected workers. A name served
+  by exactly one of them runs there; a name served by several is an error
+  listing those workers (pick one with ``workers``); an unknown name is an
+  error listing the known agents of every worker asked.
+* **Sessions** resume only on the worker that owns them, never elsewhere.
+  With one worker named in ``workers`` the session goes there and that worker
+  checks it. Otherwise ``get_session`` asks every selected worker serving the
+  agent (one fan-out job) and the single owner is used. If no alive worker
+  owns it - its worker is down, or the id is wrong - that is an error: the
+  session is not silently continued on another worker.
+* **Runs** (for ``interrupt``): the worker whose ``get_status`` lists the run
+  among its active runs; if none does and one worker serves the agent, that
+  worker answers (it says whether the run already finished).
+
+:class:`Hermes` wraps this for Python::
+
+    from norfab_hermes.routing import Hermes
+
+    hermes = Hermes(nf.client)
+    reply = hermes.invoke("interfaces", "Check interfaces on r1", workers="hermes-lab-*")
+    reply["result"]["response"], reply["result"]["session_id"], reply["result"]["worker"]
+
+Only the standard library, the NorFab client API and ``norfab_hermes.models``
+are imported here: the worker module must stay out of client processes.
+"""
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Union
+
+from .models import AgentSummary, WorkerStatus
+
+SERVICE = "hermes"
+GLOB_CHARS = "*?["
+BROKER_TIMEOUT = 30  # seconds for show_workers and the quiet control tasks
+INVOKE_JOB_TIMEOUT = 600  # NorFab's default job timeout, above the default 300 s run budget
+JOB_MARGIN = 30  # seconds between a requested run budget and the job timeout
+COMMAND_JOB_TIMEOUT = 90  # the worker gives a native command 60 s
+
+Selector = Union[None, str, List[str]]
+
+
+class RoutingError(Exception):
+    """A command cannot be routed to one hermes worker; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a command runs: the worker and the agent on it."""
+
+    worker: str
+    agent: str
+
+
+def _patterns(workers: Selector) -> List[str]:
+    if workers is None:
+        return []
+    items = workers if isinstance(workers, (list, tuple)) else [workers]
+    names = [part.strip() for item in items for part in str(item).split(",")]
+    return [name for name in names if name and name not in ("all", "any")]
+
+
+def job_timeout(timeout: Optional[float]) -> float:
+    """NorFab job timeout for an invoke with run budget ``timeout`` (the worker ends the run first)."""
+    return float(timeout) + JOB_MARGIN if timeout else INVOKE_JOB_TIMEOUT
+
+
+class Router:
+    """
+    Resolves worker selectors, agents, sessions and runs to hermes workers.
+
+    Args:
+        client: NorFab ``NFPClient``.
+        timeout: seconds to wait for the broker and for control tasks.
+    """
+
+    def __init__(self, client: Any, timeout: float = BROKER_TIMEOUT) -> None:
+        self.client = client
+        self.timeout = timeout
+
+    # ---------------------------------------------------------------- workers
+
+    def workers(self) -> Dict[str, str]:
+        """Hermes workers known to the broker: name to status (``alive`` or ``dead``)."""
+        reply = self.client.mmi(
+            "mmi.service.broker", "show_workers", kwargs={"service": SERVICE}, timeout=self.timeout
+        )
+        if str(reply.get("status")) != "200" or reply.get("errors"):
+            raise RoutingError(f"could not list hermes workers from the broker: {'; '.join(reply.get('errors') or [])}")
+        return {w["name"]: w["status"] for w in reply.get("results") or [] if w.get("name")}
+
+    def select(self, workers: Selector = None) -> List[str]:
+        """Alive hermes worker names matching ``workers``, sorted; an empty match is an error."""
+        known = self.workers()
+        alive = sorted(name for name, status in known.items() if status == "alive")
+        if not alive:
+            raise RoutingError("no hermes workers are alive; check 'show workers' and the workers' logs")
+        patterns = _patterns(workers)
+        if not patterns:
+            return alive
+        selected = []
+        for pattern in patterns:
+            if any(char in pattern for char in GLOB_CHARS):
+                matched = fnmatch.filter(alive, pattern)
+                if not matched:
+                    raise RoutingError(
+                        f"no alive hermes worker matches '{pattern}'; alive hermes workers: {', '.join(alive)}"
+                    )
+            elif pattern in alive:
+                matched = [pattern]
+            else:
+                state = f"is {known[pattern]}" if pattern in known else "is not registered with the broker"
+                raise RoutingError(
+                    f"hermes worker '{pattern}' {state}; alive hermes workers: {', '.join(alive)}"
+                )
+            selected.extend(name for name in matched if name not in selected)
+        return sorted(selected)
+
+    def require_alive(self, worker: str) -> None:
+        """Raise RoutingError unless ``worker`` is an alive hermes worker."""
+        self.select(worker)
+
+    # ------------------------------------------------------------------ tasks
+
+    def call(
+        self, task: str, workers: List[str], kwargs: Optional[Dict[str, Any]] = None, timeout: Optional[float] = None
+    ) -> Dict[str, dict]:
+        """Run a hermes task quietly on explicit workers; returns NorFab Result dicts by worker."""
+        reply = self.client.run_job(
+            SERVICE, task, kwargs=kwargs or {}, workers=list(workers), timeout=timeout or self.timeout
+        )
+        if not reply:
+            raise RoutingError(f"the broker did not accept hermes {task} for workers {', '.join(workers)}")
+        return reply
+
+    def agents(self, workers: Selector = None) -> Dict[str, dict]:
+        """``get_agents`` Result dicts of the selected workers, by worker."""
+        return self.call("get_agents", self.select(workers))
+
+    def status(self, workers: Selector = None) -> Dict[str, dict]:
+        """``get_status`` Result dicts of the selected workers, by worker."""
+        return self.call("get_status", self.select(workers))
+
+    # ---------------------------------------------------------------- resolve
+
+    def hosting(self, agent: str, workers: Selector = None) -> List[str]:
+        """Selected workers serving ``agent``; an error listing known agents when none does."""
+        replies = self.agents(workers)
+        hosting, known, unreachable = [], [], []
+        for worker, res in sorted(replies.items()):
+            if res.get("failed") or res.get("result") is None:
+                unreachable.append(f"{worker} ({'; '.join(res.get('errors') or [res.get('status') or 'no answer'])})")
+                continue
+            names = [AgentSummary.model_validate(a).name for a in res["result"]]
+            known.append(f"{worker}: {', '.join(names) or 'none'}")
+            if agent in names:
+                hosting.append(worker)
+        if hosting:
+            return hosting
+        message = f"agent '{agent}' not found; known agents: {'; '.join(known) or 'none'}"
+        if unreachable:
+            message += f"; workers that did not answer: {', '.join(unreachable)}"
+        raise RoutingError(message)
+
+    def resolve(self, agent: str, workers: Selector = None, session_id: Optional[str] = None) -> Target:
+        """
+        The one worker that runs ``agent`` (and owns ``session_id`` when given).
+
+        Raises:
+            RoutingError: unknown agent, agent served by several selected
+                workers, session owned by no alive worker, or a selector
+                that matches no alive worker.
+        """
+        hosting = self.hosting(agent, workers)
+        if session_id:
+            return Target(self._session_owner(agent, session_id, hosting, workers), agent)
+        if len(hosting) > 1:
+            raise RoutingError(
+                f"agent '{agent}' is served by several hermes workers: {', '.join(hosting)}; "
+                f"choose one with workers, e.g. workers {hosting[0]}"
+            )
+        return Target(hosting[0], agent)
+
+    def _session_owner(self, agent: str, session_id: str, hosting: List[str], workers: Selector) -> str:
+        patterns = _patterns(workers)
+        if len(patterns) == 1 and not any(char in patterns[0] for char in GLOB_CHARS):
+            return hosting[0]  # named explicitly: that worker checks the session itself
+        replies = self.call("get_session", hosting, {"agent": agent, "session_id": session_id, "limit": 1})
+        owners = sorted(w for w, res in replies.items() if not res.get("failed") and res.get("result"))
+        if len(owners) == 1:
+            return owners[0]
+        if owners:
+            raise RoutingError(
+                f"session '{session_id}' of agent '{agent}' exists on several workers: {', '.join(owners)}; "
+                "choose one with workers"
+            )
+        raise RoutingError(
+            f"session '{session_id}' of agent '{agent}' is not on any alive hermes worker serving the agent "
+            f"(asked {', '.join(hosting)}); sessions resume only on their own worker: if that worker is down, "
+            "start it again, or start a new session"
+        )
+
+    def run_owner(self, agent: str, run_id: str, workers: Selector = None) -> Target:
+        """The worker running ``run_id`` of ``agent``, from the workers' active runs."""
+        hosting = self.hosting(agent, workers)
+        replies = self.call("get_status", hosting)
+        for worker in hosting:
+            res = replies.get(worker) or {}
+            if res.get("failed") or not res.get("result"):
+                continue
+            if any(run.run_id == run_id for run in WorkerStatus.model_validate(res["result"]).active_runs):
+                return Target(worker, agent)
+        if len(hosting) == 1:
+            return Target(hosting[0], agent)  # the worker says whether the run already finished
+        raise RoutingError(
+            f"run '{run_id}' is not running on any hermes worker serving agent '{agent}' "
+            f"(asked {', '.join(hosting)})"
+        )
+
+
+class Hermes:
+    """
+    Python access to hermes agents with the shell's routing.
+
+    Methods that address one agent return that worker's NorFab Result dict
+    (``result``, ``failed``, ``errors``, ...); fan-out methods return Result
+    dicts by worker. Routing problems raise :class:`RoutingError`; a task
+    that ran and failed is returned with ``failed`` set and its ``errors``.
+
+    Args:
+        client: NorFab ``NFPClient``, e.g. ``nf.make_client()``.
+        timeout: seconds to wait for the broker and for control tasks.
+    """
+
+    def __init__(self, client: Any, timeout: float = BROKER_TIMEOUT) -> None:
+        self.client = client
+        self.router = Router(client, timeout)
+
+    def _one(self, target: Target, task: str, kwargs: Dict[str, Any], timeout: Optional[float] = None) -> dict:
+        reply = self.router.call(task, [target.worker], {"agent": target.agent, **kwargs}, timeout)
+        if target.worker not in reply:
+            raise RoutingError(f"hermes worker '{target.worker}' did not answer {task}")
+        return reply[target.worker]
+
+    def agents(self, workers: Selector = None) -> Dict[str, dict]:
+        """Agents of the selected workers: ``{worker: Result}``, each result a list of agent summaries."""
+        return self.router.agents(workers)
+
+    def status(self, workers: Selector = None) -> Dict[str, dict]:
+        """Status of the selected workers: ``{worker: Result}``."""
+        return self.router.status(workers)
+
+    def invoke(
+        self,
+        agent: str,
+        instructions: str,
+        session_id: Optional[str] = None,
+        workers: Selector = None,
+        timeout: Optional[float] = None,
+    ) -> dict:
+        """
+        Run one agent turn on the worker serving ``agent`` (or owning ``session_id``).
+
+        Args:
+            agent: agent name.
+            instructions: what to ask the agent.
+            session_id: continue this session, on its own worker.
+            workers: worker selector narrowing where the agent is looked up.
+            timeout: run budget in seconds (the job waits a little longer).
+
+        Returns:
+            The worker's Result dict; ``result`` holds response, run_id,
+            session_id, agent, worker, stop_reason, tool_calls, usage, warnings.
+        """
+        target = self.router.resolve(agent, workers, session_id)
+        kwargs = {"instructions": instructions, "session_id": session_id}
+        if timeout:
+            kwargs["timeout"] = timeout
+        return self._one(target, "invoke", kwargs, timeout=job_timeout(timeout))
+
+    def command(self, agent: str, command: str, session_id: Optional[str] = None, workers: Selector = None) -> dict:
+        """Run a native slash command such as ``/usage`` in the agent's (session's) chat."""
+        target = self.router.resolve(agent, workers, session_id)
+        return self._one(target, "command", {"command": command, "session_id": session_id}, timeout=COMMAND_JOB_TIMEOUT)
+
+    def sessions(self, agent: str, workers: Selector = None, limit: int = 20) -> dict:
+        """The agent's sessions, newest activity first."""
+        return self._one(self.router.resolve(agent, workers), "get_sessions", {"limit": limit})
+
+    def session(self, agent: str, session_id: str, workers: Selector = None, limit: int = 50) -> dict:
+        """One session with its newest messages, from the worker owning it."""
+        target = self.router.resolve(agent, workers, session_id)
+        return self._one(target, "get_session", {"session_id": session_id, "limit": limit})
+
+    def interrupt(self, agent: str, run_id: str, workers: Selector = None) -> dict:
+        """Stop a running turn; the invoke returns with stop_reason ``interrupted``."""
+        return self._one(self.router.run_owner(agent, run_id, workers), "interrupt", {"run_id": run_id})
