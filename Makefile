@@ -25,3 +25,6 @@ test: env
 
 clean:
 	rm -rf .venv .tools site benchmarks/results
+
+bench: env
+	$(RUN) python benchmarks/run.py

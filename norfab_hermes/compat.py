@@ -9,6 +9,7 @@ instance root: Hermes freezes that path in module constants at import.
 """
 
 import contextlib
+import os
 import threading
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional
@@ -34,6 +35,23 @@ def import_hermes() -> None:
     import run_agent  # noqa: F401
 
     _disarm_shutdown_watchdog()
+
+
+def check_ca_bundle_once() -> Optional[str]:
+    """Validate the TLS CA bundle now instead of for every new agent.
+
+    Hermes re-loads the CA bundle to validate it each time it builds an
+    agent (over half of a new session's CPU time). Checked once here; on
+    failure the per-agent check stays on so every run reports it.
+    """
+    from agent.ssl_guard import verify_ca_bundle
+
+    try:
+        verify_ca_bundle()
+    except Exception as error:
+        return str(error)
+    os.environ["HERMES_SKIP_SSL_GUARD"] = "1"
+    return None
 
 
 def _disarm_shutdown_watchdog() -> None:

@@ -95,6 +95,7 @@ class Run:
         self.session_key = session_key
         self.session_id: Optional[str] = None
         self.job = job
+        self.job_uuid = getattr(job, "juuid", None)
         self.started = time.time()
         self.deadline = self.started + budget
         self.max_turns = max_turns
@@ -121,6 +122,7 @@ class Run:
     def summary(self) -> ActiveRun:
         return ActiveRun(
             run_id=self.run_id,
+            job_uuid=self.job_uuid,
             agent=self.agent,
             session_id=self.session_id,
             started=datetime.fromtimestamp(self.started, timezone.utc).isoformat(),
@@ -143,6 +145,7 @@ class HermesHost:
         self.inventory = inventory
         self.agents = agents
         self.errors = dict(errors)  # agent name -> why it is unavailable
+        self.warnings: List[str] = []  # worker-wide problems that do not stop every agent
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.runner: Any = None
         self.stopping = threading.Event()
@@ -192,10 +195,17 @@ class HermesHost:
         from . import compat, log_split, plugin
 
         log_split.split_logs(self.root)
+        # Hermes prints spinners and status lines to stdout; in a worker that
+        # shares the operator's terminal (nfcli local mode) they would
+        # garble the shell, so they go to a file of the instance root
+        sys.stdout = open(self.root / "logs" / "console.log", "a", buffering=1, encoding="utf-8")
         compat.import_hermes()
         for name, value in environ.items():
             if os.environ.get(name) != value:
                 os.environ[name] = value
+        tls_problem = compat.check_ca_bundle_once()
+        if tls_problem:
+            self.warnings.append(f"TLS CA bundle: {tls_problem}")
         self._sync_profiles()
         self.tool_specs = norfab_tools.build_specs(self.client, self.agents)
         plugin.install_tools(self.tool_specs)
@@ -359,7 +369,13 @@ class HermesHost:
             with self._registered(run):
                 run.event(
                     f"run {run.run_id} started on agent '{agent}'",
-                    extras={"run_id": run.run_id, "agent": agent, "session_id": session_id, "worker": self.worker_name},
+                    extras={
+                        "run_id": run.run_id,
+                        "agent": agent,
+                        "session_id": session_id,
+                        "worker": self.worker_name,
+                        "job_uuid": run.job_uuid,
+                    },
                 )
                 turn = self._wait_turn(run, instructions)
                 result = self._result(run, turn)

@@ -389,6 +389,7 @@ class InterruptResultData(StrictModel):
 
 class ActiveRun(StrictModel):
     run_id: StrictStr = Field(..., description="Run identifier")
+    job_uuid: Union[None, StrictStr] = Field(None, description="NorFab job UUID of the invoke")
     agent: StrictStr = Field(..., description="Agent name")
     session_id: Union[None, StrictStr] = Field(None, description="Hermes session id once known")
     started: StrictStr = Field(..., description="ISO timestamp")
@@ -402,6 +403,7 @@ class WorkerStatus(StrictModel):
     max_concurrent_runs: int = Field(..., description="Run slots")
     hermes_home: Union[None, StrictStr] = Field(None, description="Instance root")
     commands: List[StrictStr] = Field([], description="Native slash commands the command task accepts")
+    pid: int = Field(0, description="Process id of the worker")
     threads: int = Field(0, description="Threads of the worker process")
     open_files: int = Field(0, description="Open file descriptors of the worker process")
 

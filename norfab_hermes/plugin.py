@@ -14,7 +14,8 @@ import logging
 from typing import Any, Dict, Optional
 
 from .compat import PLATFORM
-from .models import BLOCKED_COMMANDS
+from .models import BLOCKED_COMMANDS, ToolCallSummary
+from .norfab_tools import digest
 from .profiles import REGISTRY_TOOLSET, agent_toolset
 
 log = logging.getLogger(__name__)
@@ -59,12 +60,29 @@ def _on_tool_started(tool_name: str = "", **_: Any) -> None:
         run.event(f"tool {tool_name} started", resource=[tool_name])
 
 
-def _on_tool_finished(tool_name: str = "", duration_ms: Any = None, status: Any = None, **_: Any) -> None:
+def _on_tool_finished(
+    tool_name: str = "",
+    args: Any = None,
+    duration_ms: Any = None,
+    status: Any = None,
+    error_message: Any = None,
+    **_: Any,
+) -> None:
     run = _current_run()
     if run is None or _is_norfab_tool(tool_name):
         return
     failed = str(status or "").lower() in ("error", "failed", "blocked")
-    took = f" in {float(duration_ms) / 1000:.2f}s" if duration_ms is not None else ""
+    seconds = float(duration_ms) / 1000 if duration_ms is not None else 0.0
+    run.tool_calls.append(
+        ToolCallSummary(
+            tool=tool_name,
+            arguments_digest=digest(args if isinstance(args, dict) else {"args": args}),
+            status="failed" if failed else "completed",
+            duration=round(seconds, 3),
+            error=str(error_message) if failed and error_message else None,
+        )
+    )
+    took = f" in {seconds:.2f}s" if duration_ms is not None else ""
     run.event(
         f"tool {tool_name} {'failed' if failed else 'completed'}{took}",
         resource=[tool_name],

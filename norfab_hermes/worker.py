@@ -279,7 +279,7 @@ class HermesWorker(NFPWorker):
         host = self.host
         if host:
             host.refresh_tools()
-        errors = list(self.init_errors) + (list(host.errors.values()) + host.tool_errors() if host else [])
+        errors = list(self.init_errors) + (host.warnings + list(host.errors.values()) + host.tool_errors() if host else [])
         return Result(
             result=WorkerStatus(
                 ready=host is not None and not errors and not host.stopping.is_set(),
@@ -289,6 +289,7 @@ class HermesWorker(NFPWorker):
                 max_concurrent_runs=host.inventory.max_concurrent_runs if host else 0,
                 hermes_home=str(host.root) if host else None,
                 commands=sorted(SUPPORTED_COMMANDS),
+                pid=os.getpid(),
                 threads=threading.active_count(),
                 open_files=len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0,
             ).model_dump()

@@ -52,3 +52,10 @@ def test_cancelled_question_is_reported_to_the_agent(nf):
             future.send_response(input_id=request["id"], value=None, cancel=True, worker=WORKER)
     result = result_of(future, WORKER)["result"]
     assert "cancelled the question" in result["response"]
+
+
+def test_native_tool_calls_are_summarised(nf):
+    result = run(nf.client, "invoke", agent="alpha", instructions=ASK)["result"]
+    [call] = result["tool_calls"]
+    assert (call["tool"], call["service"], call["job_uuid"], call["status"]) == ("clarify", None, None, "completed")
+    assert len(call["arguments_digest"]) == 12

@@ -4,6 +4,7 @@ shutdown does not wait for a turn in flight, and each side keeps its logs.
 """
 
 import json
+import os
 import threading
 import time
 
@@ -87,3 +88,14 @@ def test_a_dotenv_in_the_instance_root_does_not_clobber_the_worker_environment(m
         assert run(nf.client, "invoke", agent="alpha", instructions="which key")["result"]["stop_reason"] == "completed"
     used = {r["authorization"] for r in model.model.requests if "which key" in json.dumps(r["body"])}
     assert used == {"Bearer sk-from-the-worker-environment"}
+
+
+def test_hermes_console_output_stays_off_the_operators_terminal(model, tmp_path, capfd):
+    # nfcli runs workers in its own process group, sharing the operator's terminal
+    with norfab(tmp_path, {WORKER: agents(model.base_url)}) as nf:
+        run(nf.client, "invoke", agent="alpha", instructions="SLEEP 1")
+        home = run(nf.client, "get_status")["result"]["hermes_home"]
+    terminal = capfd.readouterr().out
+    # Hermes' spinners ("(◔_◔) deliberating... (0.5s)") go to the instance root
+    assert os.path.isfile(f"{home}/logs/console.log")
+    assert "deliberating" not in terminal and "(0." not in terminal

@@ -1,0 +1,65 @@
+"""Parallel efficiency of concurrent invokes and interrupt latency."""
+
+import concurrent.futures
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+from common import WORKER, invoke, median, p95, row, timed, worker
+
+from norfab_hermes.embedded import running_norfab
+
+LATENCY = 2.0  # scripted model seconds per turn
+RUNS = 10  # the worker's max_concurrent_runs
+INTERRUPTS = 20
+
+
+def efficiency(url: str) -> List[Dict[str, Any]]:
+    rows = []
+    with running_norfab(Path(tempfile.mkdtemp(prefix="bench-conc-")), worker(url, 4, max_concurrent_runs=RUNS)) as nf:
+        client = nf.client
+
+        def batch(count: int) -> float:
+            with concurrent.futures.ThreadPoolExecutor(count) as pool:
+                return timed(
+                    lambda: list(pool.map(lambda i: invoke(client, f"agent-{i % 4:02d}", f"SLEEP {LATENCY} #{i}"), range(count)))
+                )
+
+        batch(4)  # warm up every agent
+        single = median([batch(1) for _ in range(3)])
+        rows.append(row("concurrency", "one invoke", single, "s", f"scripted model latency {LATENCY}s"))
+        for count in (1, 5, 10, 20):
+            took = batch(count)
+            ideal = single * math.ceil(count / RUNS)
+            rows.append(
+                row("concurrency", f"parallel efficiency N={count}", ideal / took, "", f"{took:.2f}s; max_concurrent_runs={RUNS}")
+            )
+    return rows
+
+
+def interrupt_latency(url: str) -> List[Dict[str, Any]]:
+    latencies = []
+    with running_norfab(Path(tempfile.mkdtemp(prefix="bench-int-")), worker(url, 1)) as nf:
+        client = nf.client
+        for i in range(INTERRUPTS):
+            future = client.submit_job(
+                "hermes", "invoke", kwargs={"agent": "agent-00", "instructions": f"SLEEP 60 #{i}"}, workers=WORKER, timeout=120
+            )
+            run_id = next((e.get("extras") or {}).get("run_id") for e in future.events(timeout=30) if (e.get("extras") or {}).get("run_id"))
+            time.sleep(0.3)  # the turn reaches the model
+            asked = time.perf_counter()
+            client.run_job("hermes", "interrupt", kwargs={"agent": "agent-00", "run_id": run_id}, workers=WORKER, timeout=30)
+            stop = future.result(timeout=60)[WORKER]["result"]["stop_reason"]
+            if stop != "interrupted":
+                raise RuntimeError(f"run {run_id} ended {stop}")
+            latencies.append(time.perf_counter() - asked)
+    return [
+        row("interrupt", "latency median", median(latencies), "s", "interrupt sent -> interrupted result received"),
+        row("interrupt", "latency p95", p95(latencies), "s", f"{INTERRUPTS} interrupts"),
+    ]
+
+
+def run(url: str) -> List[Dict[str, Any]]:
+    return efficiency(url) + interrupt_latency(url)

@@ -1,0 +1,69 @@
+"""
+Hosting costs: worker start time and memory vs number of profiles, memory
+per active session, and invoke latency vs a bare AIAgent on the same model.
+"""
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List
+
+from common import invoke, median, row, rss_mb, started_in, timed, worker, worker_process
+
+from norfab_hermes.embedded import running_norfab
+
+ROUNDS = 20
+SESSIONS = 20
+
+
+def startup_and_memory(url: str) -> List[Dict[str, Any]]:
+    rows, rss = [], {}
+    for count in (1, 2, 10, 20, 50):
+        base = Path(tempfile.mkdtemp(prefix=f"bench-start-{count}-"))
+        with running_norfab(base, worker(url, count)) as nf:
+            rss[count] = rss_mb(worker_process(nf.client))
+        rows.append(row("worker start", f"{count} profiles", started_in(base), "s", "hermes worker __init__, from its log"))
+    per_profile = (rss[50] - rss[1]) / 49
+    rows.append(row("memory", "RSS with 1 profile", rss[1], "MiB"))
+    rows.append(row("memory", "RSS per extra profile", per_profile, "MiB", "(RSS at 50 - RSS at 1) / 49"))
+    return rows
+
+
+def invoke_overhead(url: str) -> List[Dict[str, Any]]:
+    bare = json.loads(
+        subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("bare_agent.py")), url, str(ROUNDS)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip().splitlines()[-1]
+    )
+    with running_norfab(Path(tempfile.mkdtemp(prefix="bench-invoke-")), worker(url, 1)) as nf:
+        client = nf.client
+        invoke(client, "agent-00", "warm up")
+        new = [timed(lambda i=i: invoke(client, "agent-00", f"hello {i}")) for i in range(ROUNDS)]
+        session = invoke(client, "agent-00", "start")["session_id"]
+        continued = [
+            timed(lambda i=i: invoke(client, "agent-00", f"again {i}", session_id=session)) for i in range(ROUNDS)
+        ]
+        process = worker_process(client)
+        before = rss_mb(process)
+        for i in range(SESSIONS):
+            invoke(client, "agent-00", f"session {i}")
+        per_session = (rss_mb(process) - before) / SESSIONS
+    note = "client.run_job(hermes.invoke) vs AIAgent() + run_conversation() in one process"
+    return [
+        row("invoke latency", "new session, hermes.invoke", median(new), "s", "median, includes title call"),
+        row("invoke latency", "new session, bare AIAgent", bare["new"], "s", "median"),
+        row("invoke latency", "new session ratio", median(new) / bare["new"], "x", note),
+        row("invoke latency", "continued session, hermes.invoke", median(continued), "s", "median"),
+        row("invoke latency", "continued session, bare AIAgent", bare["continued"], "s", "median"),
+        row("invoke latency", "continued session ratio", median(continued) / bare["continued"], "x", note),
+        row("memory", "RSS per active session", per_session, "MiB", f"after {SESSIONS} new sessions"),
+    ]
+
+
+def run(url: str) -> List[Dict[str, Any]]:
+    return startup_and_memory(url) + invoke_overhead(url)
