@@ -28,3 +28,6 @@ clean:
 
 bench: env
 	$(RUN) python benchmarks/run.py
+
+docs: env
+	$(RUN) mkdocs build --strict
