@@ -31,3 +31,9 @@ bench: env
 
 docs: env
 	$(RUN) mkdocs build --strict
+
+demo: env
+	$(RUN) python examples/lab/demo.py
+
+shell: env
+	$(RUN) python examples/lab/shell.py

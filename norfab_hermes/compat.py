@@ -115,9 +115,15 @@ def running_agent(runner: Any, session_key: str) -> Optional[Any]:
     return agent if hasattr(agent, "interrupt") else None
 
 
-def quiet(agent: Any) -> None:
-    """Stop an agent's forced console prints (e.g. on interrupt) reaching the worker's stdout."""
+def tune(agent: Any) -> None:
+    """Settings the gateway does not expose, for agents it built.
+
+    No forced console prints (they would reach the worker's stdout), and no
+    1 s pause between sequential tool calls: NorFab tools bound their own
+    concurrency per target worker.
+    """
     agent.suppress_status_output = True
+    agent.tool_delay = 0.0
 
 
 def session_db(runner: Any) -> Any:

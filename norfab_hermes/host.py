@@ -42,6 +42,7 @@ from .models import (
     ToolCallSummary,
 )
 from .norfab_tools import ToolRunner, ToolSpec
+from .redact import scrub
 
 log = logging.getLogger(__name__)
 
@@ -238,6 +239,12 @@ class HermesHost:
         for name in profiles.served_profiles(self.root):
             if name not in self.agents:
                 profiles.disable_profile(self.root / "profiles" / name)
+        for name, definition in self.agents.items():
+            if definition.tools and profiles.NORFAB_TOOLSET not in definition.toolsets:
+                self.warnings.append(
+                    f"agent '{name}' defines tools but its toolsets do not list '{profiles.NORFAB_TOOLSET}': "
+                    "the tools are not offered"
+                )
 
     def _serve(self) -> None:
         from gateway.config import load_gateway_config
@@ -488,7 +495,6 @@ class HermesHost:
             agent = compat.running_agent(self.runner, run.session_key)
             if interrupted_at is None and agent is not None:
                 # no message: the gateway would run an interrupt message as a follow-up turn
-                compat.quiet(agent)
                 agent.interrupt()
                 interrupted_at = time.time()
                 run.event(f"run {run.run_id} stopping: {run.stop_message}", severity="WARNING")
@@ -499,6 +505,9 @@ class HermesHost:
 
     def _result(self, run: Run, turn: Any) -> InvokeResultData:
         raw = self.runner.turn_results.pop(run.session_key, None) or {}
+        if raw.get("error"):
+            # the gateway keeps provider details out of the reply; the operator needs them
+            run.warnings.append(f"model provider error: {scrub(str(raw['error']), self.secret_values)}")
         session_id = raw.get("session_id") or self.runner.session_store.peek_session_id(run.session_key)
         response = (turn.reply if turn is not None else "") or raw.get("final_response") or ""
         cost = raw.get("estimated_cost_usd") if raw.get("cost_status") not in (None, "unknown") else None
@@ -620,6 +629,11 @@ class HermesHost:
     # ------------------------------------------------- hooks from the plugin
 
     def on_model_request(self, run: Run, api_call_count: int) -> None:
+        from . import compat
+
+        agent = compat.running_agent(self.runner, run.session_key)
+        if agent is not None:
+            compat.tune(agent)
         run.api_calls = max(run.api_calls + 1, api_call_count or 0)
         if run.api_calls > run.max_turns:
             run.stop(StopReason.max_turns.value, f"model call budget of {run.max_turns} spent")
@@ -666,7 +680,8 @@ def stop_reason(raw: Dict[str, Any]) -> str:
         return StopReason.interrupted.value
     if exit_reason.startswith("max_iterations"):
         return StopReason.max_turns.value
-    if raw.get("failed") or not raw:
-        api_failure = any(word in exit_reason for word in ("api", "provider", "error", "retries"))
-        return StopReason.provider_error.value if api_failure else StopReason.failed.value
-    return StopReason.completed.value if raw.get("completed", True) else StopReason.failed.value
+    if raw.get("error"):  # Hermes returns early with the API error after its retries
+        return StopReason.provider_error.value
+    if raw.get("failed") or not raw or raw.get("completed") is False:
+        return StopReason.failed.value
+    return StopReason.completed.value

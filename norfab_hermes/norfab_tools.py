@@ -35,6 +35,10 @@ INJECTED_ARGUMENTS = {"job", "progress"}
 HOST_FILTERS = {"FO", "FB", "FH", "FC", "FR", "FG", "FP", "FL", "FM", "FX", "FN", "hosts"}
 DESCRIPTION_CHARS = 1024
 MIN_CALL_SECONDS = 1.0  # a call needs at least this much of the run budget left
+# NorFab tasks render arguments such as nornir commands as Jinja2 templates,
+# with the worker's NorFab client in the context: template syntax from the
+# model would run code on the target worker
+TEMPLATE_MARKERS = ("{{", "{%", "{#")
 
 
 class ToolSpec:
@@ -133,6 +137,17 @@ def list_tasks(client: Any, service: str) -> Tuple[Optional[Dict[str, dict]], Op
     return {task["name"]: task for task in result.get("result") or []}, None
 
 
+def _strings_in(value: Any, path: str = "") -> List[Tuple[str, str]]:
+    """(path, text) of every string in a JSON-like value."""
+    if isinstance(value, str):
+        return [(path or "value", value)]
+    if isinstance(value, dict):
+        return [item for k, v in value.items() for item in _strings_in(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(value, list):
+        return [item for i, v in enumerate(value) for item in _strings_in(v, f"{path}[{i}]")]
+    return []
+
+
 def job_timeout(seconds: float) -> int:
     """The NorFab job timeout for a call that may take ``seconds``.
 
@@ -226,8 +241,15 @@ class ToolRunner:
         except jsonschema.ValidationError as error:
             path = ".".join(str(p) for p in error.absolute_path) or "arguments"
             raise ToolError(f"invalid arguments ({path}): {error.message}; call again with arguments matching the schema") from None
+        for path, text in _strings_in(arguments):
+            if any(marker in text for marker in TEMPLATE_MARKERS):
+                raise ToolError(f"argument {path} contains template syntax ({{{{, {{% or {{#), which is not allowed; send plain values")
         kwargs = {k: v for k, v in arguments.items() if k not in target.job_data}
         moved = {k: arguments[k] for k in target.job_data if k in arguments}
+        for path, text in _strings_in(moved):
+            if "\n" in text or "\r" in text:
+                # job_data values are spliced into command templates: a line break would add a command
+                raise ToolError(f"argument {path} must be a single line")
         kwargs.update(target.kwargs)
         if moved:
             fixed_data = target.kwargs.get("job_data")
@@ -300,7 +322,7 @@ class ToolRunner:
             summary.job_uuid = future.uuid
             while not future.done_event.is_set() and time.time() < deadline:
                 for event in future.events(timeout=0.2):
-                    if run is not None and event.get("event_type") == "progress" and event.get("message"):
+                    if run is not None and event.get("event_type") == "progress" and event.get("message") not in (None, "", "starting"):
                         run.event(f"tool {spec.name}: {event['message']}", resource=event.get("resource") or [])
                 if interrupted():
                     raise ToolError(f"the run was interrupted while job {future.uuid} was running")
@@ -331,7 +353,8 @@ class ToolRunner:
                 # failed results often carry the per-device reason
                 entry["result"] = result.get("result")
             workers[worker] = entry
-        if not errors and set(arguments) & HOST_FILTERS and not any(w.get("result") for w in workers.values()):
+        named_hosts = (set(arguments) | set(target.kwargs)) & HOST_FILTERS
+        if not errors and named_hosts and not any(w.get("result") for w in workers.values()):
             # NorFab can mark a job completed with no data when jobs to one
             # nornir worker overlap; it is not evidence that hosts have nothing
             errors.append("the task completed but returned no data for the requested hosts; retry the call")

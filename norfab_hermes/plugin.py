@@ -56,7 +56,7 @@ def _is_norfab_tool(name: str) -> bool:
 
 def _on_tool_started(tool_name: str = "", **_: Any) -> None:
     run = _current_run()
-    if run is not None:
+    if run is not None and not _is_norfab_tool(tool_name):
         run.event(f"tool {tool_name} started", resource=[tool_name])
 
 

@@ -20,11 +20,18 @@ Step ``n`` runs after ``n`` tool rounds of the current turn. A step is either
 ``call`` (with ``args``) / ``calls: [{call, args}, ...]`` or ``say``. Strings in
 ``args`` and ``say`` are Jinja2 templates that see the regex groups and:
 
-- ``result(tool)``: the last result text of ``tool`` in this turn ("" if none);
-- ``grep(tool, regex)``: lines of every string inside ``tool``'s results that
-  match ``regex`` (JSON results are walked, so device output inside NorFab
-  result envelopes is searched line by line);
+- ``result(tool, n=-1)``: the text of ``tool``'s n-th result in this turn
+  ("" if none);
+- ``lines(text, regex)``: the lines of ``text`` that match ``regex``; JSON is
+  walked, so device output inside NorFab result envelopes is searched line
+  by line;
+- ``grep(tool, regex)``: ``lines`` over every result of ``tool``;
+- ``ok(tool, n=-1)`` / ``error(tool, n=-1)``: a NorFab tool result's ``ok``
+  flag and ``error`` text;
 - ``called(tool)``: whether ``tool`` ran in this turn.
+
+A template that fails (e.g. no line matched where one was indexed) makes the
+model answer with the error, so a broken scenario is visible, not silent.
 
 Rules only offer tools the profile actually has: a rule whose next call names
 a tool the request does not offer is skipped, so a scenario never lets a model
@@ -42,17 +49,21 @@ _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, ls
 
 
 def _strings(value: Any) -> Iterator[str]:
-    """Every string leaf of a JSON-like value, or the text itself."""
+    """Every string leaf of a JSON-like value, or the text itself.
+
+    Text that starts with a JSON document followed by other text (Hermes
+    sometimes appends notes to tool results) yields both parts.
+    """
     if isinstance(value, str):
         try:
-            decoded = json.loads(value)
+            decoded, end = json.JSONDecoder().raw_decode(value.lstrip())
         except ValueError:
             yield value
             return
-        if isinstance(decoded, str):
-            yield decoded
-        else:
-            yield from _strings(decoded)
+        yield from [decoded] if isinstance(decoded, str) else _strings(decoded)
+        rest = value.lstrip()[end:].strip()
+        if rest:
+            yield rest
     elif isinstance(value, dict):
         for item in value.values():
             yield from _strings(item)
@@ -86,20 +97,20 @@ class Scenario:
                 continue
             context = self._context(match, results)
             step = rule["steps"][rounds]
-            if "say" in step:
-                return {"content": _ENV.from_string(step["say"]).render(**context).strip()}
-            calls = step.get("calls") or [{"call": step["call"], "args": step.get("args", {})}]
+            calls = [] if "say" in step else step.get("calls") or [{"call": step["call"], "args": step.get("args", {})}]
             if any(call["call"] not in tools for call in calls):
                 continue
-            return {
-                "tool_calls": [
-                    {
-                        "name": call["call"],
-                        "arguments": json.dumps(self._render(call.get("args", {}), context)),
-                    }
-                    for call in calls
-                ]
-            }
+            try:
+                if "say" in step:
+                    return {"content": _ENV.from_string(step["say"]).render(**context).strip()}
+                return {
+                    "tool_calls": [
+                        {"name": call["call"], "arguments": json.dumps(self._render(call.get("args", {}), context))}
+                        for call in calls
+                    ]
+                }
+            except (jinja2.TemplateError, LookupError, ValueError, TypeError) as error:
+                return {"content": f"scenario step {rounds} of rule '{rule['match'].pattern}' failed: {error!r}"}
         return None
 
     def _render(self, value: Any, context: dict) -> Any:
@@ -116,19 +127,26 @@ class Scenario:
         def of(tool: str) -> List[str]:
             return [r["content"] for r in results if r["name"] == tool]
 
-        def grep(tool: str, pattern: str) -> List[str]:
+        def result(tool: str, n: int = -1) -> str:
+            found = of(tool)
+            return found[n] if -len(found) <= n < len(found) else ""
+
+        def lines(text: str, pattern: str) -> List[str]:
             regex = re.compile(pattern)
-            return [
-                line.strip()
-                for text in of(tool)
-                for string in _strings(text)
-                for line in string.splitlines()
-                if regex.search(line)
-            ]
+            return [line.strip() for string in _strings(text) for line in string.splitlines() if regex.search(line)]
+
+        def field(tool: str, n: int, name: str) -> Any:
+            try:
+                return json.loads(result(tool, n)).get(name)
+            except (ValueError, AttributeError):
+                return None
 
         return {
             **{k: v or "" for k, v in match.groupdict().items()},
-            "result": lambda tool: (of(tool) or [""])[-1],
-            "grep": grep,
+            "result": result,
+            "lines": lines,
+            "grep": lambda tool, pattern: [line for text in of(tool) for line in lines(text, pattern)],
+            "ok": lambda tool, n=-1: field(tool, n, "ok") is True,
+            "error": lambda tool, n=-1: field(tool, n, "error") or "",
             "called": lambda tool: bool(of(tool)),
         }

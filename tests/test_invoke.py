@@ -28,6 +28,7 @@ def nf(model, tmp_path_factory):
             "hermes": {"model": {"default": "beta-model"}},
             "run_timeout": 3,
         },
+        "gamma": {"instructions": "You are GAMMA.", "hermes": {"agent": {"api_max_retries": 1}}},
         "broken": {"instructions": "never served", "bogus": 1},
     }
     with norfab(tmp_path_factory.mktemp("nf"), {WORKER: hermes_worker(model.base_url, agents)}) as nf:
@@ -94,16 +95,16 @@ def test_timeout_argument_shortens_the_budget(nf):
 def test_invalid_agent_definition_is_reported_by_name_and_field(nf):
     status = run(nf.client, "get_status")["result"]
     assert status["ready"] is False
-    assert status["agents"] == {"alpha": True, "beta": True, "broken": False}
+    assert status["agents"] == {"alpha": True, "beta": True, "broken": False, "gamma": True}
     assert any("agent 'broken': unknown key 'bogus'" in error for error in status["errors"])
     res = run(nf.client, "invoke", agent="broken", instructions="hi")
     assert res["failed"] and "unknown key 'bogus'" in res["errors"][0]
 
 
 def test_unknown_agent_lists_the_known_ones(nf):
-    res = run(nf.client, "invoke", agent="gamma", instructions="hi")
+    res = run(nf.client, "invoke", agent="delta", instructions="hi")
     assert res["failed"]
-    assert res["errors"] == [f"agent 'gamma' not found on worker '{WORKER}'; known agents: alpha, beta"]
+    assert res["errors"] == [f"agent 'delta' not found on worker '{WORKER}'; known agents: alpha, beta, gamma"]
 
 
 def test_slash_commands_are_not_instructions(nf):
@@ -174,3 +175,10 @@ def test_run_ends_before_the_callers_job_timeout(nf):
     # tool timeout < run budget < NorFab job timeout: a short job timeout caps the run
     res = run(nf.client, "invoke", job_timeout=5, agent="alpha", instructions="SLEEP 30")
     assert res["result"]["stop_reason"] == "run_timeout"
+
+
+def test_model_provider_errors_are_reported_with_their_cause(nf, model):
+    res = run(nf.client, "invoke", agent="gamma", instructions="FAIL 500")
+    data = res["result"]
+    assert data["stop_reason"] == "provider_error"
+    assert any("HTTP 500" in w for w in data["warnings"]), data["warnings"]

@@ -264,3 +264,15 @@ def test_an_empty_completed_result_for_named_hosts_is_not_evidence():
     text, status, error = ToolRunner(None, 1000, 1).render(spec, "uuid-1", reply, {"FB": "r1"})
     assert status == "failed" and "returned no data for the requested hosts" in error
     assert json.loads(text)["ok"] is False
+
+
+def test_template_syntax_from_the_model_is_refused(nf, model):
+    # nornir renders commands with Jinja2 and the worker's NorFab client in scope
+    result, tool = tool_result(nf, model, 'CALL run_cli {"commands": ["show {{ norfab.name }}"], "FB": "r1"}')
+    assert tool["ok"] is False and "argument commands[0] contains template syntax" in tool["error"]
+    assert result["tool_calls"][0]["job_uuid"] is None
+
+
+def test_line_breaks_cannot_smuggle_commands_into_templates(nf, model):
+    result, tool = tool_result(nf, model, 'CALL show_thing {"FB": "r1", "what": "clock\\nreload"}')
+    assert tool["ok"] is False and "argument what must be a single line" in tool["error"]

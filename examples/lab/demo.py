@@ -1,0 +1,106 @@
+"""
+The lab investigation, end to end: NorFab with three FakeNOS routers, a
+nornir worker and a hermes worker, and two questions for its agents.
+
+    python examples/lab/demo.py            (or: make demo)
+
+By default the agents run on the package's scripted model, which follows
+scenarios/demo.yaml and quotes what the tools returned. To use a real
+OpenAI-compatible provider instead, set:
+
+    NORFAB_HERMES_BASE_URL     e.g. https://openrouter.ai/api/v1, http://127.0.0.1:11434/v1
+    NORFAB_HERMES_MODEL        the model id
+    NORFAB_HERMES_API_KEY_ENV  name of the variable holding the key, e.g. OPENROUTER_API_KEY
+    NORFAB_HERMES_PROVIDER     Hermes provider slug (default: custom)
+
+The demo answers the agent's approval request itself ("yes"); in the
+interactive shell (make shell) you are asked.
+"""
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+from norfab_hermes.embedded import free_port, started
+from norfab_hermes.scenario import Scenario
+from norfab_hermes.scripted_model import ScriptedModel, ScriptedModelServer
+
+LAB = Path(__file__).resolve().parent
+WORKER = "hermes-worker-1"
+WORKERS = ["fakenos-worker-1", "nornir-worker-1", WORKER]
+QUESTIONS = [
+    ("interfaces", "Check interfaces on r1"),
+    ("routing", "Why does r3 reach r1's loopback 10.0.0.1 through r2?"),
+]
+
+
+def scripted_model() -> ScriptedModelServer:
+    """The lab's scripted model, unless a real provider is configured."""
+    scenario = Scenario.from_file(str(LAB / "scenarios" / "demo.yaml"))
+    server = ScriptedModelServer(ScriptedModel(scenario=scenario), port=free_port())
+    os.environ["NORFAB_HERMES_BASE_URL"] = server.start()
+    return server
+
+
+def is_step(message: str) -> bool:
+    """Run and tool steps; the nornir jobs' own progress ("tool x: ...") stays out of the transcript."""
+    words = message.split(" ", 2)
+    return message != "starting" and not (words[0] == "tool" and len(words) > 1 and words[1].endswith(":"))
+
+
+def ask(client, agent: str, question: str) -> dict:
+    """One interactive invoke: print its events as they come, approve what it asks."""
+    print(f'\nnf# hermes invoke {agent} "{question}"\n')
+    future = client.submit_job(
+        "hermes",
+        "invoke",
+        kwargs={"agent": agent, "instructions": question, "interactive": True},
+        workers=WORKER,
+        timeout=300,
+    )
+    for event in future.events(timeout=300):
+        request = (event.get("extras") or {}).get("input_request")
+        if event.get("event_type") == "input_request" and request:
+            print(f"  ? {request['question']}\n  operator: yes")
+            future.send_response(input_id=request["id"], value=True, worker=WORKER)
+        elif event.get("event_type") == "progress" and event.get("task") == "invoke" and is_step(event["message"]):
+            print(f"  {event['message']}")
+    reply = future.result(timeout=60)[WORKER]
+    if reply["failed"]:
+        raise SystemExit(f"{agent} failed: {reply['errors']}")
+    return reply["result"]
+
+
+def report(result: dict) -> None:
+    print("\n" + textwrap.indent(result["response"], "  ") + "\n")
+    for call in result["tool_calls"]:
+        print(f"  tool {call['tool']:<17} {call['status']:<9} {call['duration']:5.2f}s  job {call['job_uuid'] or '-'}")
+    usage = result["usage"]
+    print(
+        f"\n  {result['stop_reason']} | run {result['run_id']} | session {result['session_id']} | "
+        f"worker {result['worker']} | {usage['api_calls']} model calls, {usage['total_tokens']} tokens"
+    )
+    print(f"  continue: nf# hermes invoke {result['agent']} \"...\" session {result['session_id']} workers {result['worker']}")
+
+
+def main() -> None:
+    model = None if os.environ.get("NORFAB_HERMES_BASE_URL") else scripted_model()
+    where = "scripted model (scenarios/demo.yaml)" if model else os.environ["NORFAB_HERMES_BASE_URL"]
+    print(f"model: {where}\nstarting NorFab lab from {LAB / 'inventory.yaml'} ...")
+    try:
+        with started(LAB / "inventory.yaml", WORKERS) as nf:
+            status = nf.client.run_job("hermes", "get_status", workers=WORKER, timeout=60)[WORKER]["result"]
+            if not status["ready"]:
+                raise SystemExit(f"hermes worker not ready: {status['errors']}")
+            print(f"agents on {WORKER}: {', '.join(status['agents'])}")
+            for agent, question in QUESTIONS:
+                report(ask(nf.client, agent, question))
+            print("\nshutting down ...")
+    finally:
+        if model:
+            model.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

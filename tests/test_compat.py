@@ -1,0 +1,77 @@
+"""
+Contract tests: the Hermes internals norfab_hermes.compat relies on exist in
+the installed, pinned hermes-agent with the shapes we use. Run when bumping
+the pin. Each check runs in a fresh interpreter: Hermes freezes HERMES_HOME
+at import and must never be imported into the pytest process that forks
+NorFab workers.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def in_fresh_hermes(tmp_path, code: str) -> str:
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        os.environ["HERMES_HOME"] = {str(tmp_path)!r}
+        sys.stdout = sys.stderr  # Hermes may print; keep stdout for the answer
+        from norfab_hermes import compat
+        compat.import_hermes()
+        out = []
+        """
+    ) + textwrap.dedent(code) + "\nprint('\\n'.join(map(str, out)), file=sys.__stdout__)\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
+
+
+def test_pinned_version():
+    from importlib.metadata import version
+
+    from norfab_hermes.compat import HERMES_VERSION
+
+    assert version("hermes-agent") == HERMES_VERSION
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        # the runner subclass wraps _run_agent, called with keyword session_key
+        "import inspect, gateway.run as g; out.append('session_key' in inspect.signature(g.GatewayRunner._run_agent).parameters)",
+        # per-profile adapters, running agents, session DB, turn executor
+        "from gateway.run import GatewayRunner; src = open(GatewayRunner.__init__.__code__.co_filename).read(); "
+        "out.append(all(a in src for a in ('self._profile_adapters', 'self._running_agents', 'self._session_db', '_executor_lock')))",
+        "import gateway.run as g; out.append(callable(g._profile_runtime_scope) and callable(g.arm_shutdown_watchdog))",
+        "from agent.ssl_guard import verify_ca_bundle; out.append(callable(verify_ca_bundle))",
+        "import run_agent, inspect; src = inspect.getsource(run_agent.AIAgent._vprint); out.append('suppress_status_output' in src)",
+        "from agent.agent_init import init_agent; import inspect; out.append('tool_delay' in inspect.signature(init_agent).parameters)",
+        "import toolsets; out.append(callable(toolsets.create_custom_toolset))",
+        "from tools.registry import registry; import inspect; out.append('dynamic_schema_overrides' in inspect.signature(registry.register).parameters)",
+        # the adapter's hooks: the gateway calls send_exec_approval when an adapter defines it
+        "import inspect, gateway.run as g; from gateway.platforms.base import BasePlatformAdapter as B; "
+        "out.append(hasattr(B, 'send_clarify') and hasattr(B, 'on_processing_complete') "
+        "and 'self._active_sessions' in inspect.getsource(B.__init__) and 'send_exec_approval' in inspect.getsource(g))",
+        "from tools.clarify_gateway import resolve_gateway_clarify; from tools.approval import resolve_gateway_approval; out.append(True)",
+        "from gateway.session import SessionStore; out.append(all(hasattr(SessionStore, m) for m in ('switch_session', 'peek_session_id')))",
+    ],
+)
+def test_hermes_internals_used_by_compat(tmp_path, check):
+    assert in_fresh_hermes(tmp_path, f"{check}\n") == "True"
+
+
+def test_shutdown_watchdog_is_disarmed(tmp_path):
+    out = in_fresh_hermes(
+        tmp_path,
+        """
+        import threading, gateway.run as g
+        done = threading.Event()
+        g.arm_shutdown_watchdog(0.01, done_event=done, exit_code=1)
+        import time; time.sleep(0.2)
+        out.append("alive")
+        """,
+    )
+    assert out == "alive"

@@ -1,0 +1,25 @@
+"""The lab demo, as `make demo` runs it: its findings quote the FakeNOS routers' output."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "lab" / "demo.py"
+
+
+def test_demo_investigates_the_lab_and_quotes_device_output():
+    # the scripted model, whatever provider this machine is configured for
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NORFAB_HERMES_")}
+    done = subprocess.run([sys.executable, str(DEMO)], capture_output=True, text=True, timeout=240, env=env)
+    out = done.stdout
+    assert done.returncode == 0, done.stderr[-3000:]
+    # interfaces: evidence from r1's device model (examples/lab/fakenos/nos/r1.yaml)
+    assert "GigabitEthernet0/2     192.0.2.1       YES NVRAM  down                  down" in out
+    assert "1204 input errors, 1187 CRC, 0 frame, 0 overrun, 0 ignored" in out
+    assert "operator: yes" in out and "tool bounce_interface completed" in out
+    assert "open a field ticket for customer ACME-7 access, circuit ACM-00731" in out
+    # routing: r3's route via r2 and the MTU mismatch, from r3 and r1
+    assert "* 10.23.0.1, from 10.0.0.1, 2d02h ago, via GigabitEthernet0/0" in out
+    assert "r3 has 1400 bytes, r1 has 1500 bytes" in out
+    assert out.count("completed | run ") == 2
