@@ -30,7 +30,7 @@ bench: env
 	$(RUN) python benchmarks/run.py
 
 docs: env
-	$(RUN) mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(RUN) mkdocs build --strict
 
 demo: env
 	$(RUN) python examples/lab/demo.py
