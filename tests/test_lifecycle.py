@@ -99,3 +99,13 @@ def test_hermes_console_output_stays_off_the_operators_terminal(model, tmp_path,
     # Hermes' spinners ("(◔_◔) deliberating... (0.5s)") go to the instance root
     assert os.path.isfile(f"{home}/logs/console.log")
     assert "deliberating" not in terminal and "(0." not in terminal
+
+
+def test_invalid_worker_inventory_fails_readiness_without_hanging_norfab(model, tmp_path):
+    inventory = {**agents(model.base_url), "max_concurent_runs": 2}  # misspelt key
+    with norfab(tmp_path, {WORKER: inventory}) as nf:
+        status = run(nf.client, "get_status")["result"]
+        assert status["ready"] is False
+        assert "hermes inventory: unknown key 'max_concurent_runs'" in status["errors"][0]
+        res = run(nf.client, "invoke", agent="alpha", instructions="hi")
+        assert res["failed"] and f"worker '{WORKER}' failed to start" in res["errors"][0]
