@@ -18,12 +18,6 @@ HERMES_VERSION = "0.19.0"
 PLATFORM = "norfab"
 
 
-def hermes_version() -> str:
-    from importlib.metadata import version
-
-    return version("hermes-agent")
-
-
 def import_hermes() -> None:
     """Import the Hermes modules that freeze HERMES_HOME, outside any profile scope."""
     import cron.executions  # noqa: F401

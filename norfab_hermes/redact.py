@@ -4,7 +4,6 @@ config, tool results. Keys that name secrets are masked whatever their value;
 text is scrubbed of the values the worker knows to be secret.
 """
 
-import os
 import re
 from typing import Any, Iterable
 
@@ -12,8 +11,12 @@ MASK = "***"
 SECRET_KEY_RE = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential|private[_-]?key)$", re.I)
 # names of variables that only point at a secret are safe to show
 SAFE_KEYS = {"api_key_env", "key_env"}
-# secret-looking lines in device output or tool text, e.g. "password 7 0822455D"
-SECRET_LINE_RE = re.compile(r"((?:password|secret|community|key-string|pre-shared-key)\s+(?:\d\s+)?)\S+", re.I)
+# secrets in device configuration output: "password 7 0822455D", "enable secret 9 $9$...",
+# "snmp-server community public RO", "key-string 7 ...", "pre-shared-key 0 ..."
+SECRET_LINE_RE = re.compile(
+    r"(\b(?:password|secret|snmp-server community|key-string|pre-shared-key)\s+(?:[0-9]\s+)?)(?!\s)\S+",
+    re.I,
+)
 
 
 def redact(value: Any) -> Any:
@@ -28,12 +31,6 @@ def redact(value: Any) -> Any:
     if isinstance(value, list):
         return [redact(item) for item in value]
     return value
-
-
-def secret_values(names: Iterable[str]) -> list:
-    """Values of the named environment variables, longest first, for scrub()."""
-    values = {os.environ[name] for name in names if len(os.environ.get(name, "")) >= 6}
-    return sorted(values, key=len, reverse=True)
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
