@@ -51,6 +51,7 @@ POLL = 0.1  # seconds between budget checks of a waiting run
 GRACE = 5.0  # seconds an interrupted turn gets to wind down
 JOB_TIMEOUT_MARGIN = 3.0  # seconds between the end of a run budget and the NorFab job timeout
 COMMAND_TIMEOUT = 60.0
+TOOL_RETRY_INTERVAL = 30.0  # seconds between retries of tools whose service did not answer
 ASK_TIMEOUT = 300.0  # longest wait for an operator's answer, within the run budget
 FINISHED_RUNS_KEPT = 200
 # arguments a supported command may take through NorFab ("" = none)
@@ -160,6 +161,7 @@ class HermesHost:
         self._finished: Dict[str, str] = {}  # run id -> stop reason, newest last
         self.secret_values: set = set()  # scrubbed from tool results
         self.tool_specs: Dict[str, Dict[str, ToolSpec]] = {}
+        self._tools_tried = 0.0  # last retry of unavailable tools
         self.tool_runner = ToolRunner(
             client,
             inventory.tool_result_max_chars,
@@ -315,7 +317,14 @@ class HermesHost:
         return self.agents[agent]
 
     def refresh_tools(self, agent: Optional[str] = None) -> None:
-        """Retry tools whose NorFab task could not be read (e.g. its service started later)."""
+        """Retry tools whose NorFab task could not be read (e.g. its service started later).
+
+        At most every TOOL_RETRY_INTERVAL: listing an absent service's tasks
+        waits for a timeout, and runs should not each pay it.
+        """
+        if time.time() - self._tools_tried < TOOL_RETRY_INTERVAL:
+            return
+        self._tools_tried = time.time()
         broken = [
             spec
             for name, tools in self.tool_specs.items()

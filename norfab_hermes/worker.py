@@ -277,8 +277,6 @@ class HermesWorker(NFPWorker):
     def get_status(self) -> Result:
         """Readiness, agents, active runs and errors of this worker."""
         host = self.host
-        if host:
-            host.refresh_tools()
         errors = list(self.init_errors) + (host.warnings + list(host.errors.values()) + host.tool_errors() if host else [])
         return Result(
             result=WorkerStatus(

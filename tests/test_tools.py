@@ -73,6 +73,11 @@ AGENTS = {
         },
     },
     "quiet": {"instructions": "No tools for you.", "toolsets": ["norfab"], "tools": {}},
+    "ghost": {
+        "instructions": "Your service is missing.",
+        "toolsets": ["norfab"],
+        "tools": {"haunt": {"input_schema": {"type": "object", "properties": {}}, "norfab": {"service": "nosuch", "task": "cli"}}},
+    },
 }
 
 
@@ -276,3 +281,12 @@ def test_template_syntax_from_the_model_is_refused(nf, model):
 def test_line_breaks_cannot_smuggle_commands_into_templates(nf, model):
     result, tool = tool_result(nf, model, 'CALL show_thing {"FB": "r1", "what": "clock\\nreload"}')
     assert tool["ok"] is False and "argument what must be a single line" in tool["error"]
+
+
+def test_a_tool_whose_service_does_not_answer_is_reported_and_refused(nf, model):
+    errors = run(nf.client, "get_status")["result"]["errors"]
+    assert any(e.startswith("agent 'ghost' tool 'haunt': could not list the tasks of service 'nosuch'") for e in errors)
+    result, tool = tool_result(nf, model, "CALL haunt {}", agent="ghost")
+    assert tool["ok"] is False and "tool haunt is unavailable" in tool["error"]
+    body = next(b for b in reversed(model.model.completions()) if mentions(b, "CALL haunt {}"))
+    assert body["tools"][0]["function"]["description"].startswith("UNAVAILABLE: could not list the tasks")
