@@ -473,7 +473,7 @@ class HermesHost:
             with self._registry_lock:
                 self._runs.pop(run.run_id, None)
                 self._runs_by_key.pop(run.session_key, None)
-                self._finished[run.run_id] = run.stop_reason or "completed"
+                self._finished[run.run_id] = run.stop_reason or StopReason.failed.value
                 while len(self._finished) > FINISHED_RUNS_KEPT:
                     del self._finished[next(iter(self._finished))]
 
@@ -514,6 +514,7 @@ class HermesHost:
 
     def _result(self, run: Run, turn: Any) -> InvokeResultData:
         raw = self.runner.turn_results.pop(run.session_key, None) or {}
+        run.stop_reason = run.stop_reason or stop_reason(raw)
         if raw.get("error"):
             # the gateway keeps provider details out of the reply; the operator needs them
             run.warnings.append(f"model provider error: {scrub(str(raw['error']), self.secret_values)}")
@@ -526,7 +527,7 @@ class HermesHost:
             session_id=session_id,
             agent=run.agent,
             worker=self.worker_name,
-            stop_reason=run.stop_reason or stop_reason(raw),
+            stop_reason=run.stop_reason,
             tool_calls=run.tool_calls,
             usage=RunUsage(
                 api_calls=raw.get("api_calls") or run.api_calls,

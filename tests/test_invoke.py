@@ -182,3 +182,5 @@ def test_model_provider_errors_are_reported_with_their_cause(nf, model):
     data = res["result"]
     assert data["stop_reason"] == "provider_error"
     assert any("HTTP 500" in w for w in data["warnings"]), data["warnings"]
+    again = run(nf.client, "interrupt", agent="gamma", run_id=data["run_id"])
+    assert again["failed"] and "already finished: provider_error" in again["errors"][0]
