@@ -166,7 +166,8 @@ class HermesHost:
             client,
             inventory.tool_result_max_chars,
             inventory.tool_concurrency_per_worker,
-            secrets=lambda: sorted(self.secret_values, key=len, reverse=True),
+            secrets=self.secrets,
+            ask=self.ask_operator,
         )
         self._run_slots = threading.BoundedSemaphore(inventory.max_concurrent_runs)
         self._waiting = 0
@@ -316,7 +317,16 @@ class HermesHost:
             raise AgentUnavailable(f"worker '{self.worker_name}' is shutting down")
         return self.agents[agent]
 
-    def refresh_tools(self, agent: Optional[str] = None) -> None:
+    def secrets(self) -> List[str]:
+        """Secret values to mask, longest first so no shorter one splits a longer."""
+        return sorted(self.secret_values, key=len, reverse=True)
+
+    def availability(self) -> Dict[str, bool]:
+        """Every agent of the inventory, valid or not, and whether it takes runs now."""
+        up = not self.stopping.is_set()
+        return {name: up and name in self.agents and name not in self.errors for name in sorted({*self.agents, *self.errors})}
+
+    def refresh_tools(self) -> None:
         """Retry tools whose NorFab task could not be read (e.g. its service started later).
 
         At most every TOOL_RETRY_INTERVAL: listing an absent service's tasks
@@ -325,13 +335,7 @@ class HermesHost:
         if time.time() - self._tools_tried < TOOL_RETRY_INTERVAL:
             return
         self._tools_tried = time.time()
-        broken = [
-            spec
-            for name, tools in self.tool_specs.items()
-            if agent in (None, name)
-            for spec in tools.values()
-            if spec.error
-        ]
+        broken = [spec for tools in self.tool_specs.values() for spec in tools.values() if spec.error]
         if not broken:
             return
         norfab_tools.refresh(self.client, broken)
@@ -367,7 +371,7 @@ class HermesHost:
         interactive: bool = False,
     ) -> InvokeResultData:
         definition = self.require(agent)
-        self.refresh_tools(agent)
+        self.refresh_tools()
         if instructions.lstrip().startswith("/"):
             raise ValueError(
                 f"instructions '{instructions.split()[0]}' look like a slash command: use the command task for commands"
@@ -517,7 +521,7 @@ class HermesHost:
         run.stop_reason = run.stop_reason or stop_reason(raw)
         if raw.get("error"):
             # the gateway keeps provider details out of the reply; the operator needs them
-            run.warnings.append(f"model provider error: {scrub(str(raw['error']), self.secret_values)}")
+            run.warnings.append(f"model provider error: {scrub(str(raw['error']), self.secrets())}")
         session_id = raw.get("session_id") or self.runner.session_store.peek_session_id(run.session_key)
         response = (turn.reply if turn is not None else "") or raw.get("final_response") or ""
         cost = raw.get("estimated_cost_usd") if raw.get("cost_status") not in (None, "unknown") else None

@@ -175,11 +175,13 @@ class ToolRunner:
         max_chars: int,
         per_target: int,
         secrets: Callable[[], List[str]] = lambda: [],
+        ask: Callable[[str, str, Any], Any] = None,
     ):
         self.client = client
         self.max_chars = max_chars
         self.per_target = per_target
         self.secrets = secrets
+        self.ask = ask  # ask(session_key, question, default): the run's operator answers, or PermissionError
         self._targets: Dict[str, threading.BoundedSemaphore] = {}
         self._lock = threading.Lock()
 
@@ -269,16 +271,14 @@ class ToolRunner:
     def _approve(self, spec: ToolSpec, arguments: Dict[str, Any], run: Any) -> None:
         if not spec.definition.approval:
             return
-        from . import host
-
-        if host.HOST is None or run is None:
+        if self.ask is None or run is None:
             raise ToolError("this tool needs the operator's approval, and nobody can be asked in this run")
         question = (
             f"Agent '{spec.agent}' wants to run tool {spec.name} "
             f"({spec.target.service}.{spec.target.task}) with {json.dumps(arguments, sort_keys=True)}. Allow?"
         )
         try:
-            allowed = host.HOST.ask_operator(run.session_key, question, False)
+            allowed = self.ask(run.session_key, question, False)
         except PermissionError as reason:
             raise ToolError(f"this tool needs the operator's approval: {reason}; the call was not made") from None
         if allowed is not True and str(allowed).lower() not in ("y", "yes", "true"):

@@ -282,7 +282,7 @@ class HermesWorker(NFPWorker):
             result=WorkerStatus(
                 ready=host is not None and not errors and not host.stopping.is_set(),
                 errors=errors,
-                agents={name: summary.available for name, summary in self._agent_summaries().items()},
+                agents=host.availability() if host else {},
                 active_runs=host.active_runs() if host else [],
                 max_concurrent_runs=host.inventory.max_concurrent_runs if host else 0,
                 hermes_home=str(host.root) if host else None,
@@ -320,24 +320,16 @@ class HermesWorker(NFPWorker):
         host = self.host
         if host is None:
             return {}
-        summaries = {}
-        for name in sorted({*host.agents, *host.errors}):
-            definition = host.agents.get(name)
-            model = host.effective_config(name).get("model", {}) if definition else {}
-            summaries[name] = AgentSummary(
-                name=name,
-                description=(definition.description if definition else None) or name,
-                model=model.get("default"),
-                provider=model.get("provider"),
-                available=name in host.available() and not host.stopping.is_set(),
-                error=host.errors.get(name),
-            )
-        return summaries
+        return {
+            name: _agent_summary(host, name, available, host.effective_config(name) if name in host.agents else {})
+            for name, available in host.availability().items()
+        }
 
     def _agent_details(self, agent: str) -> AgentDetails:
         host = self._host()
         definition = host.require(agent)
-        summary = self._agent_summaries()[agent]
+        config = host.effective_config(agent)
+        summary = _agent_summary(host, agent, host.availability()[agent], config)
         return AgentDetails(
             **summary.model_dump(),
             instructions=definition.instructions,
@@ -345,6 +337,19 @@ class HermesWorker(NFPWorker):
             tools={name: spec.summary() for name, spec in host.tool_specs.get(agent, {}).items()},
             run_timeout=definition.run_timeout,
             max_turns=host.max_turns(definition),
-            config=redact(host.effective_config(agent)),
+            config=redact(config),
             commands=sorted(SUPPORTED_COMMANDS),
         )
+
+
+def _agent_summary(host: HermesHost, name: str, available: bool, config: Dict[str, Any]) -> AgentSummary:
+    definition = host.agents.get(name)
+    model = config.get("model") or {}
+    return AgentSummary(
+        name=name,
+        description=(definition.description if definition else None) or name,
+        model=model.get("default"),
+        provider=model.get("provider"),
+        available=available,
+        error=host.errors.get(name),
+    )
