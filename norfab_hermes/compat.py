@@ -9,10 +9,11 @@ instance root: Hermes freezes that path in module constants at import.
 """
 
 import contextlib
+import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 HERMES_VERSION = "0.19.0"
 PLATFORM = "norfab"
@@ -29,6 +30,7 @@ def import_hermes() -> None:
     import run_agent  # noqa: F401
 
     _disarm_shutdown_watchdog()
+    _disable_request_dumps()
 
 
 def check_ca_bundle_once() -> Optional[str]:
@@ -46,6 +48,35 @@ def check_ca_bundle_once() -> Optional[str]:
         return str(error)
     os.environ["HERMES_SKIP_SSL_GUARD"] = "1"
     return None
+
+
+def _disable_request_dumps() -> None:
+    # After a failed model request Hermes writes the whole request - system
+    # prompt, device output, part of the API key and the provider's error,
+    # which may quote the key - to <profile>/sessions/request_dump_*.json.
+    # The run's warnings carry the provider's answer instead.
+    import run_agent
+
+    run_agent.AIAgent._dump_api_request_debug = lambda self, *args, **kwargs: None
+
+
+def serve_profile_secrets(secrets_for: Any) -> None:
+    """Give each profile's secret scope the worker's in-memory secrets.
+
+    In multiplexed mode Hermes reads provider keys only from the profile's
+    ``.env`` (``build_profile_secret_scope``, used for turns and cron runs).
+    ``secrets_for(home)`` adds the values the worker read from its own
+    environment, so no key is ever written to disk; a native profile's own
+    ``.env`` still counts, the worker's values win.
+    """
+    import agent.secret_scope as secret_scope
+
+    read_env_file = secret_scope.build_profile_secret_scope
+
+    def build_profile_secret_scope(hermes_home: Path) -> Dict[str, str]:
+        return {**read_env_file(hermes_home), **secrets_for(Path(hermes_home))}
+
+    secret_scope.build_profile_secret_scope = build_profile_secret_scope
 
 
 def _disarm_shutdown_watchdog() -> None:
@@ -136,3 +167,49 @@ def size_turn_pool(runner: Any, runs: int) -> None:
     runner._executor = concurrent.futures.ThreadPoolExecutor(
         max_workers=runs + TURN_POOL_HEADROOM, thread_name_prefix="hermes-gateway"
     )
+
+
+def settle_cut_turns(runner: Any, home: Path, cut_keys: Any, note: str) -> List[str]:
+    """Before ``runner.start()``: never resume a turn on its own, record each cut turn.
+
+    After a crash Hermes marks recently active sessions ``resume_pending``
+    and, at start, runs their last turn again with no message from anyone
+    (``suspend_recently_active``, ``_schedule_resume_pending_sessions``).
+    Upstream's own clean-shutdown marker stops the marking, and pending
+    flags left by a slow stop are cleared. Each session in ``cut_keys`` (runs
+    in flight when the worker went down), or that Hermes had flagged, whose
+    transcript ends unanswered gets ``note`` as the assistant's reply, so
+    the next message is answered for itself. Returns the noted session ids.
+    """
+    (home / ".clean_shutdown").touch()
+    (home / ".restart_failure_counts").unlink(missing_ok=True)  # would suspend, i.e. replace, sessions
+    store = runner.session_store
+    noted = []
+    for entry in store.list_sessions():
+        pending = entry.resume_pending and store.clear_resume_pending(entry.session_key)
+        if (pending or entry.session_key in cut_keys) and close_unanswered_turn(runner, entry.session_id, note):
+            noted.append(entry.session_id)
+    return noted
+
+
+def close_unanswered_turn(runner: Any, session_id: Optional[str], note: str) -> bool:
+    """Append ``note`` as the assistant's reply when the session's last turn has none.
+
+    Without it Hermes merges the unanswered message into the next one and
+    the model answers both.
+    """
+    if not session_id:
+        return False
+    rows = [m for m in session_db(runner).get_messages(session_id) if m.get("role") != "session_meta"]
+    tail = rows[-1] if rows else None
+    if tail is None or not (tail["role"] in ("user", "tool") or (tail["role"] == "assistant" and tail.get("tool_calls"))):
+        return False
+    store = runner.session_store
+    calls = tail.get("tool_calls") if tail["role"] == "assistant" else None
+    if isinstance(calls, str):
+        calls = json.loads(calls or "[]")
+    for call in calls or []:
+        # answer orphan tool calls first: Hermes merges consecutive assistant messages
+        store.append_to_transcript(session_id, {"role": "tool", "tool_call_id": call.get("id"), "content": note})
+    store.append_to_transcript(session_id, {"role": "assistant", "content": note})
+    return True

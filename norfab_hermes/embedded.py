@@ -8,11 +8,15 @@ every worker has registered with the broker (NorFab's ``start()`` returns
 before that) and always destroy NorFab on the way out.
 """
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import yaml
 from norfab.core.nfapi import NorFab
@@ -36,8 +40,14 @@ def wait_for_workers(client: Any, names: List[str], timeout: float = 60) -> None
     raise TimeoutError(f"workers {names} did not register; alive: {sorted(alive)}")
 
 
-def write_inventory(base: Path, workers: Dict[str, dict], files: Optional[Dict[str, Any]] = None) -> Path:
-    """A NorFab inventory with one inline definition per worker; files go under base."""
+def write_inventory(
+    base: Path, workers: Dict[str, dict], files: Optional[Dict[str, Any]] = None, separate: Tuple[str, ...] = ()
+) -> Path:
+    """A NorFab inventory with one inline definition per worker; files go under base.
+
+    Workers named in ``separate`` are defined but left out of the topology:
+    they run as processes of their own (:func:`worker_process`).
+    """
     for path, content in (files or {}).items():
         target = base / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -45,7 +55,8 @@ def write_inventory(base: Path, workers: Dict[str, dict], files: Optional[Dict[s
     topology = []
     for name, data in workers.items():
         depends = data.pop("depends_on", None)
-        topology.append({name: {"depends_on": depends}} if depends else name)
+        if name not in separate:
+            topology.append({name: {"depends_on": depends}} if depends else name)
     inventory = {
         "broker": {"endpoint": f"tcp://127.0.0.1:{free_port()}"},
         "logging": {"handlers": {"terminal": {"level": "CRITICAL"}, "file": {"level": "INFO"}}},
@@ -73,11 +84,44 @@ def started(inventory: Path, workers: List[str]) -> Iterator[Any]:
 
 
 @contextmanager
-def running_norfab(base: Path, workers: Dict[str, dict], files: Optional[Dict[str, Any]] = None) -> Iterator[Any]:
-    """Start NorFab from inline worker inventories written under ``base``."""
-    names = list(workers)
-    with started(write_inventory(base, workers, files), names) as nf:
+def running_norfab(
+    base: Path, workers: Dict[str, dict], files: Optional[Dict[str, Any]] = None, separate: Tuple[str, ...] = ()
+) -> Iterator[Any]:
+    """Start NorFab from inline worker inventories written under ``base``; ``separate`` workers are not started."""
+    names = [name for name in workers if name not in separate]
+    with started(write_inventory(base, workers, files, separate), names) as nf:
         yield nf
+
+
+@contextmanager
+def worker_process(nf: Any, name: str, timeout: float = 90) -> Iterator[subprocess.Popen]:
+    """Run worker ``name`` of ``nf``'s inventory as its own OS process, the way an operator
+    starts a remote worker (``nfcli -i inventory.yaml -w -wl NAME``); killed on the way out."""
+    inventory = Path(nf.inventory_path).resolve()
+    nfcli = Path(sys.executable).with_name("nfcli")
+    log = open(inventory.parent / f"{name}.out", "ab")
+    process = subprocess.Popen(
+        [str(nfcli), "-i", str(inventory), "-w", "-wl", name],
+        cwd=inventory.parent,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: kill(-pgid) takes the worker child too
+    )
+    try:
+        wait_for_workers(nf.client, [name], timeout)
+        yield process
+    finally:
+        kill_process_group(process)
+        log.close()
+
+
+def kill_process_group(process: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    """Signal a process started by :func:`worker_process` and everything it started."""
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+    process.wait(30)
 
 
 def hermes_worker(url: str, agents: Dict[str, Any], **settings: Any) -> dict:

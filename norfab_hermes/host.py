@@ -59,6 +59,11 @@ COMMAND_ARGUMENTS = {"memory": ("", "pending"), "usage": ("",)}
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 15.0
 # Hermes modules that freeze HERMES_HOME when first imported
+IN_FLIGHT_FILE = "norfab_runs_in_flight.json"
+CUT_BY_RESTART = (
+    "[This turn was cut short: the hermes worker stopped before it finished, and it was not resumed. "
+    "The request above was not completed; answer the next message for itself.]"
+)
 FREEZING_MODULES = ("run_agent", "gateway.run", "hermes_state", "cron.jobs", "model_tools")
 
 
@@ -105,6 +110,7 @@ class Run:
         self.stop_reason: Optional[str] = None
         self.stop_message = ""
         self.api_calls = 0
+        self.provider_errors: List[Dict[str, Any]] = []  # failed model requests, as Hermes reported them
         self.tool_calls: List[ToolCallSummary] = []
         self.warnings: List[str] = []
 
@@ -159,7 +165,8 @@ class HermesHost:
         self._registry_lock = threading.Lock()
         self._chat_locks: Dict[str, threading.Lock] = {}
         self._finished: Dict[str, str] = {}  # run id -> stop reason, newest last
-        self.secret_values: set = set()  # scrubbed from tool results
+        self.secret_values: set = set()  # masked in tool results, results, events and logs
+        self.profile_secrets: Dict[Path, Dict[str, str]] = {}  # profile home -> its provider keys
         self.tool_specs: Dict[str, Dict[str, ToolSpec]] = {}
         self._tools_tried = 0.0  # last retry of unavailable tools
         self.tool_runner = ToolRunner(
@@ -171,6 +178,7 @@ class HermesHost:
         )
         self._run_slots = threading.BoundedSemaphore(inventory.max_concurrent_runs)
         self._waiting = 0
+        self._stdout = None  # the process's stdout while Hermes' console file replaces it
 
     # ------------------------------------------------------------------ start
 
@@ -198,15 +206,17 @@ class HermesHost:
 
         from . import compat, log_split, plugin
 
-        log_split.split_logs(self.root)
+        log_split.split_logs(self.root, self.secrets)
         # Hermes prints spinners and status lines to stdout; in a worker that
         # shares the operator's terminal (nfcli local mode) they would
         # garble the shell, so they go to a file of the instance root
-        sys.stdout = open(self.root / "logs" / "console.log", "a", buffering=1, encoding="utf-8")
+        self._stdout = sys.stdout
+        sys.stdout = log_split.ScrubbingConsole(self.root / "logs" / "console.log", self.secrets)
         compat.import_hermes()
         for name, value in environ.items():
             if os.environ.get(name) != value:
                 os.environ[name] = value
+        compat.serve_profile_secrets(lambda home: self.profile_secrets.get(home.resolve(), {}))
         tls_problem = compat.check_ca_bundle_once()
         if tls_problem:
             self.warnings.append(f"TLS CA bundle: {tls_problem}")
@@ -237,7 +247,8 @@ class HermesHost:
                 del self.agents[name]
                 profiles.disable_profile(home)
                 continue
-            profiles.write_profile(home, config, definition.instructions, secrets)
+            profiles.write_profile(home, config, definition.instructions)
+            self.profile_secrets[home.resolve()] = secrets
             self.secret_values.update(value for value in secrets.values() if len(value) >= 6)
         for name in profiles.served_profiles(self.root):
             if name not in self.agents:
@@ -259,6 +270,10 @@ class HermesHost:
         try:
             self.runner = compat.make_runner(load_gateway_config())
             compat.size_turn_pool(self.runner, self.inventory.max_concurrent_runs)
+            cut = compat.settle_cut_turns(self.runner, self.root, self._read_in_flight(), CUT_BY_RESTART)
+            if cut:
+                log.warning(f"{self.worker_name} - Turns cut by the last shutdown, recorded and not resumed: sessions {cut}")
+            self._write_in_flight()
             self.loop.run_until_complete(self.runner.start())
         except Exception as error:
             log.exception(f"{self.worker_name} - Hermes gateway failed to start")
@@ -294,6 +309,8 @@ class HermesHost:
             self.loop.call_soon_threadsafe(self.loop.stop)
         if self._thread:
             self._thread.join(STOP_TIMEOUT)
+        if self._stdout is not None:
+            sys.stdout = self._stdout
         HOST = None
         log.info(f"{self.worker_name} - Hermes gateway stopped")
 
@@ -399,6 +416,11 @@ class HermesHost:
                 )
                 turn = self._wait_turn(run, instructions)
                 result = self._result(run, turn)
+                if result.stop_reason != StopReason.completed.value and turn is not None:
+                    from . import compat
+
+                    note = f"[This turn ended without an answer ({result.stop_reason}: {run.stop_message or 'see the run warnings'}).]"
+                    compat.close_unanswered_turn(self.runner, result.session_id, note)
         run.event(f"run {run.run_id} {result.stop_reason}", extras={"run_id": run.run_id, "session_id": result.session_id})
         return result
 
@@ -470,6 +492,7 @@ class HermesHost:
         with self._registry_lock:
             self._runs[run.run_id] = run
             self._runs_by_key[run.session_key] = run
+            self._write_in_flight()
         self.runner.turn_results.pop(run.session_key, None)
         try:
             yield
@@ -477,9 +500,23 @@ class HermesHost:
             with self._registry_lock:
                 self._runs.pop(run.run_id, None)
                 self._runs_by_key.pop(run.session_key, None)
+                self._write_in_flight()
                 self._finished[run.run_id] = run.stop_reason or StopReason.failed.value
                 while len(self._finished) > FINISHED_RUNS_KEPT:
                     del self._finished[next(iter(self._finished))]
+
+    # Session keys of the runs in flight, on disk: after a crash the host
+    # knows which turns were cut (see compat.settle_cut_turns).
+
+    def _read_in_flight(self) -> List[str]:
+        path = self.root / IN_FLIGHT_FILE
+        try:
+            return json.loads(path.read_text()) if path.exists() else []
+        except ValueError:
+            return []
+
+    def _write_in_flight(self) -> None:
+        profiles.write_file(self.root / IN_FLIGHT_FILE, json.dumps(sorted(self._runs_by_key)))
 
     async def _turn(self, agent: str, text: str, chat_id: str) -> Any:
         from . import compat
@@ -516,12 +553,27 @@ class HermesHost:
                 run.warnings.append(f"turn did not stop within {GRACE:.0f}s of '{run.stop_message}'; abandoned")
                 return None
 
+    def _provider_warning(self, run: Run, raw: Dict[str, Any]) -> str:
+        """What the provider answered and how often Hermes retried, secrets masked."""
+        failures = run.provider_errors
+        if not failures:
+            return f"model provider error: {scrub(str(raw['error']), self.secrets())}"
+        last = failures[-1]
+        status = f"HTTP {last['status_code']}" if last.get("status_code") else "no HTTP status"
+        retries = len(failures) - 1
+        outcome = "the run stopped" if raw.get("error") else "a later attempt succeeded"
+        return scrub(
+            f"model provider error: {status} ({last.get('reason') or 'unknown'}): {last.get('message')}; "
+            f"{len(failures)} failed request(s), {retries} retr{'y' if retries == 1 else 'ies'}; {outcome}",
+            self.secrets(),
+        )
+
     def _result(self, run: Run, turn: Any) -> InvokeResultData:
         raw = self.runner.turn_results.pop(run.session_key, None) or {}
         run.stop_reason = run.stop_reason or stop_reason(raw)
-        if raw.get("error"):
+        if raw.get("error") or run.provider_errors:
             # the gateway keeps provider details out of the reply; the operator needs them
-            run.warnings.append(f"model provider error: {scrub(str(raw['error']), self.secrets())}")
+            run.warnings.append(self._provider_warning(run, raw))
         session_id = raw.get("session_id") or self.runner.session_store.peek_session_id(run.session_key)
         response = (turn.reply if turn is not None else "") or raw.get("final_response") or ""
         cost = raw.get("estimated_cost_usd") if raw.get("cost_status") not in (None, "unknown") else None

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import jsonschema
 
 from .models import AgentDefinition, ToolCallSummary, ToolDefinition
-from .redact import scrub
+from .redact import redact, scrub
 
 log = logging.getLogger(__name__)
 
@@ -207,10 +207,11 @@ class ToolRunner:
             reply = self._dispatch(spec, kwargs, timeout, run, interrupted, summary)
             text, summary.status, summary.error = self.render(spec, summary.job_uuid, reply, arguments)
         except ToolError as error:
-            text = json.dumps({"ok": False, "error": str(error), "tool": spec.name, "job_uuid": summary.job_uuid})
-            summary.error = str(error)
+            message = scrub(str(error), self.secrets())
+            text = json.dumps({"ok": False, "error": message, "tool": spec.name, "job_uuid": summary.job_uuid})
+            summary.error = message
             summary.status = "failed" if summary.job_uuid else "refused"
-        text, summary.truncated = self.bound(scrub(text, self.secrets()))
+        text, summary.truncated = self.bound(text)
         summary.duration = round(time.time() - started, 3)
         if run is not None:
             run.tool_calls.append(summary)
@@ -323,7 +324,8 @@ class ToolRunner:
             while not future.done_event.is_set() and time.time() < deadline:
                 for event in future.events(timeout=0.2):
                     if run is not None and event.get("event_type") == "progress" and event.get("message") not in (None, "", "starting"):
-                        run.event(f"tool {spec.name}: {event['message']}", resource=event.get("resource") or [])
+                        message = scrub(str(event["message"]), self.secrets())
+                        run.event(f"tool {spec.name}: {message}", resource=event.get("resource") or [])
                 if interrupted():
                     raise ToolError(f"the run was interrupted while job {future.uuid} was running")
             return future.result(timeout=0.5)
@@ -347,11 +349,12 @@ class ToolRunner:
                 errors.append(f"{worker}: no hosts matched the host filters")
             elif result.get("failed") or result.get("status") in ("timeout", "error", "failed"):
                 entry["failed"] = True
-                entry["errors"] = result.get("errors") or [f"task failed with status {result.get('status')}"]
+                entry["errors"] = redact(result.get("errors") or [f"task failed with status {result.get('status')}"], self.secrets())
                 errors.append(f"{worker}: {'; '.join(entry['errors'])}")
             if result.get("result") is not None:
-                # failed results often carry the per-device reason
-                entry["result"] = result.get("result")
+                # failed results often carry the per-device reason; device
+                # output is redacted as data, before it is encoded
+                entry["result"] = redact(result.get("result"), self.secrets())
             workers[worker] = entry
         named_hosts = (set(arguments) | set(target.kwargs)) & HOST_FILTERS
         if not errors and named_hosts and not any(w.get("result") for w in workers.values()):

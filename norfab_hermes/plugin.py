@@ -47,6 +47,17 @@ def _on_model_request(api_call_count: int = 0, **_: Any) -> None:
         host.HOST.on_model_request(run, api_call_count)
 
 
+def _on_provider_error(
+    status_code: Any = None, retry_count: Any = None, reason: Any = None, error: Any = None, **_: Any
+) -> None:
+    run = _current_run()
+    if run is not None:
+        message = (error or {}).get("message") if isinstance(error, dict) else error
+        run.provider_errors.append(
+            {"status_code": status_code, "retry": retry_count, "reason": reason, "message": str(message or "")[:500]}
+        )
+
+
 def _is_norfab_tool(name: str) -> bool:
     # NorFab tools report their own, richer events and call summaries
     from tools.registry import registry
@@ -169,5 +180,6 @@ def register(ctx: Any) -> None:
     )
     ctx.register_hook("pre_gateway_dispatch", _guard_commands)
     ctx.register_hook("pre_api_request", _on_model_request)
+    ctx.register_hook("api_request_error", _on_provider_error)
     ctx.register_hook("pre_tool_call", _on_tool_started)
     ctx.register_hook("post_tool_call", _on_tool_finished)

@@ -3,7 +3,8 @@ Native Hermes profiles rendered from hermes worker inventory.
 
 Each agent is one Hermes profile under ``<instance root>/profiles/<agent>``.
 The worker owns three files of each profile - ``config.yaml``, ``SOUL.md``
-and ``.env`` - and rewrites them from inventory at every start, so inventory
+and an empty ``.env`` (provider keys stay in the worker's memory) - and
+rewrites them from inventory at every start, so inventory
 stays authoritative. Everything else in the profile (sessions, memories,
 skills, cron jobs) is Hermes runtime state and is never touched.
 """
@@ -86,8 +87,8 @@ def provider_secrets(model: Dict[str, Any], environ: Dict[str, str]) -> Tuple[Di
     """Split a model section into config and the secrets it names.
 
     ``api_key_env: NAME`` becomes a named provider entry whose ``key_env``
-    Hermes resolves from the profile's ``.env``; the value is read from the
-    worker's environment now and written only there. Without it, the
+    Hermes resolves in the profile's secret scope; the value is read from the
+    worker's environment now and kept in memory (never written). Without it, the
     provider's standard variables (e.g. OPENROUTER_API_KEY) are copied when
     the worker has them.
     """
@@ -149,11 +150,11 @@ def write_config(path: Path, config: Dict[str, Any]) -> None:
     write_file(path, yaml.safe_dump(config, sort_keys=False))
 
 
-def write_profile(home: Path, config: Dict[str, Any], instructions: str, secrets: Dict[str, str]) -> None:
+def write_profile(home: Path, config: Dict[str, Any], instructions: str) -> None:
+    """The profile files the worker owns; its ``.env`` stays empty (keys stay in worker memory)."""
     write_config(home / "config.yaml", config)
     write_file(home / "SOUL.md", instructions.rstrip() + "\n")
-    env = "".join(f"{name}={value}\n" for name, value in sorted(secrets.items()))
-    write_file(home / ".env", env, mode=0o600)
+    write_file(home / ".env", "", mode=0o600)
 
 
 def ensure_profile(name: str) -> Path:

@@ -242,10 +242,12 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.sleep and self.server.stopping.wait(reply.sleep):
             return
         if reply.status != 200:
-            return self._json(
-                reply.status,
-                {"error": {"message": f"scripted failure {reply.status}", "type": "server_error"}},
-            )
+            message = f"scripted failure {reply.status}"
+            if reply.status == 401:
+                # like providers and proxies that quote the rejected key back
+                key = str(self.headers.get("Authorization", "")).removeprefix("Bearer ")
+                message = f"Incorrect API key provided: {key}"
+            return self._json(reply.status, {"error": {"message": message, "type": "server_error"}})
         self._answer(body, reply)
 
     def _answer(self, body: dict, reply: Reply) -> None:
