@@ -134,20 +134,28 @@ def hermes_worker(url: str, agents: Dict[str, Any], **settings: Any) -> dict:
     }
 
 
-def network(hosts: List[str]) -> tuple:
+def network(hosts: List[str], models: Optional[Dict[str, dict]] = None) -> tuple:
     """A FakeNOS network of cisco_ios devices on 127.0.0.1 behind a nornir worker.
 
-    Returns (worker inventories, files) for :func:`running_norfab`; the hermes worker
-    that uses it should list ``depends_on: [nornir-worker-1]``.
+    ``models`` gives some hosts a FakeNOS device model of their own (``name``,
+    ``initial_prompt``, ``commands``). Returns (worker inventories, files) for
+    :func:`running_norfab`; the hermes worker that uses it should list
+    ``depends_on: [nornir-worker-1]``.
     """
+    models = models or {}
     devices = {
         name: {"username": "nornir", "password": "nornir", "platform": "cisco_ios", "port": free_port()}
         for name in hosts
     }
+    files: Dict[str, Any] = {}
+    for name, model in models.items():
+        devices[name]["nos"] = {"plugin": model["name"]}
+        files[f"fakenos/nos/{name}.yaml"] = model
     workers = {
         "fakenos-worker-1": {
             "service": "fakenos",
             "networks": {"lab": {"inventory": "nf://fakenos/lab.yaml", "auto_start": True}},
+            "nos_plugins": {model["name"]: f"nf://fakenos/nos/{name}.yaml" for name, model in models.items()},
         },
         "nornir-worker-1": {
             "service": "nornir",
@@ -159,4 +167,4 @@ def network(hosts: List[str]) -> tuple:
             },
         },
     }
-    return workers, {"fakenos/lab.yaml": {"hosts": devices}}
+    return workers, {"fakenos/lab.yaml": {"hosts": devices}, **files}

@@ -25,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from . import guards
+
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # Hermes keeps these profile names for itself
 RESERVED_PROFILE_NAMES = {"default", "profiles", "hermes", "test", "tmp", "root", "sudo"}
@@ -58,20 +60,6 @@ SUPPORTED_COMMANDS = {
 }
 # The gateway drops these even if they reach it some other way.
 BLOCKED_COMMANDS = {"restart", "update"}
-# NorFab services and tasks an agent never gets as tools: other agents (no
-# unbounded delegation), a shell, worker administration, and tasks that hand
-# out inventories (with credentials), logs or other jobs' data.
-FORBIDDEN_TOOL_SERVICES = {"hermes", "agent"}
-FORBIDDEN_TOOL_TASKS = {
-    "run_shell_cmd",
-    "get_inventory",
-    "get_logs",
-    "job_details",
-    "job_list",
-    "delete_fetched_files",
-    "get_watchdog_configuration",
-    "runtime_inventory",
-}
 DEFAULT_RUN_TIMEOUT = 300.0
 DEFAULT_TOOL_TIMEOUT = 60.0
 
@@ -132,10 +120,9 @@ class NorfabToolTarget(StrictModel):
 
     @model_validator(mode="after")
     def _allowed_target(self) -> "NorfabToolTarget":
-        if self.service in FORBIDDEN_TOOL_SERVICES:
-            raise ValueError(f"service '{self.service}' cannot be a tool: agents do not call other agents' services")
-        if self.task in FORBIDDEN_TOOL_TASKS:
-            raise ValueError(f"task '{self.task}' cannot be a tool: it administers workers or exposes their data")
+        reason = guards.forbidden_target(self.service, self.task)
+        if reason:
+            raise ValueError(reason)
         return self
 
 
@@ -153,6 +140,23 @@ class ToolDefinition(StrictModel):
     approval: StrictBool = Field(
         False, description="Ask the operator before every call (for tools that change state)"
     )
+    allow_files: StrictBool = Field(
+        False, description="Let the model pass nf:// or git:// file names; off: files can hold credentials"
+    )
+    allow_multiline: StrictBool = Field(
+        False, description="Let the model send multi-line values, e.g. configuration text; off: a line break adds a command"
+    )
+
+    @field_validator("input_schema")
+    @classmethod
+    def _no_guarded_arguments(cls, value: Union[None, Dict[str, Any]]) -> Union[None, Dict[str, Any]]:
+        refused = guards.refused_names((value or {}).get("properties") or {})
+        if refused:
+            raise ValueError(
+                f"input_schema offers {', '.join(refused)} to the model; "
+                "remove it, or fix its value under norfab.kwargs"
+            )
+        return value
 
 
 class AgentDefinition(StrictModel):

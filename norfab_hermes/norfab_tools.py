@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import jsonschema
 
+from . import guards
 from .models import AgentDefinition, ToolCallSummary, ToolDefinition
 from .redact import redact, scrub
 
@@ -35,10 +36,6 @@ INJECTED_ARGUMENTS = {"job", "progress"}
 HOST_FILTERS = {"FO", "FB", "FH", "FC", "FR", "FG", "FP", "FL", "FM", "FX", "FN", "hosts"}
 DESCRIPTION_CHARS = 1024
 MIN_CALL_SECONDS = 1.0  # a call needs at least this much of the run budget left
-# NorFab tasks render arguments such as nornir commands as Jinja2 templates,
-# with the worker's NorFab client in the context: template syntax from the
-# model would run code on the target worker
-TEMPLATE_MARKERS = ("{{", "{%", "{#")
 
 
 class ToolSpec:
@@ -50,7 +47,7 @@ class ToolSpec:
         self.definition = definition
         self.target = definition.norfab
         self.description = definition.description or ""
-        self.parameters: Dict[str, Any] = definition.input_schema or {}
+        self.parameters: Dict[str, Any] = closed(definition.input_schema) if definition.input_schema else {}
         self.error: Optional[str] = None
 
     @property
@@ -85,11 +82,22 @@ class ToolSpec:
         return {**self.definition.model_dump(), "parameters": self.parameters, "error": self.error}
 
 
+def closed(schema: Dict[str, Any]) -> Dict[str, Any]:
+    """An explicit schema, closed to extra arguments unless it opens itself explicitly."""
+    return schema if "additionalProperties" in schema else {**schema, "additionalProperties": False}
+
+
+def is_open(schema: Dict[str, Any]) -> bool:
+    return schema.get("additionalProperties") not in (None, False)
+
+
 def derive_parameters(input_schema: Dict[str, Any], fixed: Dict[str, Any]) -> Dict[str, Any]:
-    """The task's input schema minus fixed and injected arguments, closed to extras."""
+    """The task's input schema minus fixed, injected and guarded arguments, closed to extras."""
     schema = _strip_presence(json.loads(json.dumps(input_schema)))
     hidden = INJECTED_ARGUMENTS | set(fixed)
-    properties = {k: v for k, v in (schema.get("properties") or {}).items() if k not in hidden}
+    properties = {
+        k: v for k, v in (schema.get("properties") or {}).items() if k not in hidden and not guards.guarded_argument(k)
+    }
     schema.update(
         type="object",
         properties=properties,
@@ -135,17 +143,6 @@ def list_tasks(client: Any, service: str) -> Tuple[Optional[Dict[str, dict]], Op
     if result.get("failed"):
         return None, "; ".join(result.get("errors") or ["list_tasks failed"])
     return {task["name"]: task for task in result.get("result") or []}, None
-
-
-def _strings_in(value: Any, path: str = "") -> List[Tuple[str, str]]:
-    """(path, text) of every string in a JSON-like value."""
-    if isinstance(value, str):
-        return [(path or "value", value)]
-    if isinstance(value, dict):
-        return [item for k, v in value.items() for item in _strings_in(v, f"{path}.{k}" if path else str(k))]
-    if isinstance(value, list):
-        return [item for i, v in enumerate(value) for item in _strings_in(v, f"{path}[{i}]")]
-    return []
 
 
 def job_timeout(seconds: float) -> int:
@@ -239,20 +236,30 @@ class ToolRunner:
             raise ToolError(
                 f"argument(s) {', '.join(fixed)} are fixed by the tool definition and cannot be set; call again without them"
             )
+        refused = guards.refused_names(arguments)
+        if refused:
+            raise ToolError(f"argument(s) {', '.join(refused)} are never accepted from a model; call again without them")
+        declared = set((spec.parameters or {}).get("properties") or {})
+        unknown = sorted(set(arguments) - declared)
+        if unknown and not is_open(spec.parameters or {}):
+            raise ToolError(
+                f"argument(s) {', '.join(unknown)} are not arguments of this tool "
+                f"(it takes: {', '.join(sorted(declared)) or 'none'}); call again without them"
+            )
         try:
             jsonschema.validate(arguments, spec.parameters or {"type": "object"})
         except jsonschema.ValidationError as error:
             path = ".".join(str(p) for p in error.absolute_path) or "arguments"
             raise ToolError(f"invalid arguments ({path}): {error.message}; call again with arguments matching the schema") from None
-        for path, text in _strings_in(arguments):
-            if any(marker in text for marker in TEMPLATE_MARKERS):
-                raise ToolError(f"argument {path} contains template syntax ({{{{, {{% or {{#), which is not allowed; send plain values")
+        definition = spec.definition
+        try:
+            guards.check_values(arguments, definition.allow_files, definition.allow_multiline)
+            # job_data values are spliced into command templates: a line break would add a command
+            guards.check_values({k: arguments[k] for k in target.job_data if k in arguments}, definition.allow_files)
+        except ValueError as error:
+            raise ToolError(str(error)) from None
         kwargs = {k: v for k, v in arguments.items() if k not in target.job_data}
         moved = {k: arguments[k] for k in target.job_data if k in arguments}
-        for path, text in _strings_in(moved):
-            if "\n" in text or "\r" in text:
-                # job_data values are spliced into command templates: a line break would add a command
-                raise ToolError(f"argument {path} must be a single line")
         kwargs.update(target.kwargs)
         if moved:
             fixed_data = target.kwargs.get("job_data")

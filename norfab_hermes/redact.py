@@ -42,9 +42,10 @@ SECRET_PATTERNS: List[Pattern[str]] = [
     re.compile(rf"\bsnmp-server[ \t]+host[ \t]+\S+(?:[ \t]+(?:informs|traps))?(?:[ \t]+version[ \t]+(?:1|2c))[ \t]+{_VALUE}", re.I),
     # Junos snmp stanza "community public {"
     re.compile(rf"^[ \t]*community[ \t]+{_VALUE}[ \t]*\{{[ \t]*$", re.I | re.M),
-    # server keys: "tacacs-server key 7 k", "radius-server host h key k", a bare "key 7 k"
+    # server keys: "tacacs-server key 7 k", "radius-server host h key k",
+    # "crypto isakmp key k address 0.0.0.0", a bare "key 7 k"
     # line in a server block (not "key 1" of a key chain), "message-digest-key 1 md5 7 k"
-    re.compile(rf"\b(?:tacacs|radius)[\w-]*\b[^\n]*?(?<![\w-])key[ \t]+{_TYPE}{_VALUE}", re.I),
+    re.compile(rf"\b(?:tacacs|radius|isakmp)[\w-]*\b[^\n]*?(?<![\w-])key[ \t]+{_TYPE}{_VALUE}", re.I),
     re.compile(rf"^[ \t]*key[ \t]+[0-9]{{1,2}}[ \t]+{_VALUE}[ \t]*$", re.I | re.M),
     re.compile(rf"\bmessage-digest-key[ \t]+[0-9]+[ \t]+md5[ \t]+{_TYPE}{_VALUE}", re.I),
     # key-value forms of YAML, JSON, INI and CLI flags: password: x, "api_key": "x", token=x

@@ -132,7 +132,7 @@ def test_model_sees_only_its_own_tools_with_derived_schemas(nf, model):
     assert not {"job", "progress", "plugin"} & set(derived["properties"])  # injected and fixed arguments
     assert derived["additionalProperties"] is False
     assert "Task to collect/retrieve show commands output" in tools["run_cli"]["description"]
-    assert tools["inspect_interfaces"]["parameters"] == FB_SCHEMA
+    assert tools["inspect_interfaces"]["parameters"] == {**FB_SCHEMA, "additionalProperties": False}  # closed
 
     invoke(nf, "list quiet tools", agent="quiet")
     body = next(b for b in reversed(model.model.completions()) if mentions(b, "list quiet tools"))
@@ -208,7 +208,7 @@ def test_same_tool_name_in_two_agents_runs_each_definition_concurrently(nf, mode
             if tool["function"]["name"] == "inspect_interfaces":
                 persona = body["messages"][0]["content"].split(".")[0]
                 schemas[persona] = tool["function"]["parameters"]
-    assert schemas["You check interfaces"] == FB_SCHEMA
+    assert schemas["You check interfaces"] == {**FB_SCHEMA, "additionalProperties": False}
     assert schemas["You check routing"]["properties"] == {"detail": {"type": "boolean"}}
 
 
