@@ -159,6 +159,24 @@ def digest(arguments: Dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(arguments, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def forget_job(client: Any, uuid: str) -> None:
+    """Drop a child job from the worker's own NorFab client store once it is read.
+
+    NFPClient keeps every job's arguments, events and raw result (device
+    output, secrets included) in its SQLite store and in memory, with no
+    setting to turn that off and no delete call in NorFab 0.25; the rows
+    are deleted here (private ``job_db._transaction``), overwriting freed pages.
+    """
+    client.job_futures.pop(uuid, None)
+    try:
+        with client.job_db._transaction(write=True) as db:
+            db.execute("PRAGMA secure_delete=ON")
+            db.execute("DELETE FROM events WHERE job_uuid=?", (uuid,))
+            db.execute("DELETE FROM jobs WHERE uuid=?", (uuid,))
+    except Exception as error:  # never fail a tool call over bookkeeping
+        log.warning(f"Could not forget child job {uuid}: {error!r}")
+
+
 class ToolError(Exception):
     """A call that cannot go ahead; the message is for the model."""
 
@@ -338,6 +356,8 @@ class ToolRunner:
             return future.result(timeout=0.5)
         finally:
             semaphore.release()
+            if summary.job_uuid:
+                forget_job(self.client, summary.job_uuid)
 
     # ---------------------------------------------------------------- result
 

@@ -3,7 +3,10 @@ Shared fixtures: a real NorFab (broker, workers) built in a temporary
 directory, and the package's scripted model. Only the model is scripted.
 """
 
-from typing import Any, Dict, Iterator
+import sqlite3
+import zlib
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -99,3 +102,24 @@ HOSTILE_DEVICE = {
         "show clock": {"output": "*09:14:07.211 UTC Mon Nov 30 2026", "help": "time", "prompt": "{base_prompt}#"},
     },
 }
+
+
+def find_secrets(root: Path, secrets: List[str], skip: Tuple[str, ...] = ()) -> List[str]:
+    """Files under ``root`` holding any of ``secrets``: raw bytes, and SQLite rows with zlib blobs opened."""
+    found = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and not any(part in str(p) for part in skip)):
+        data = path.read_bytes()
+        texts = [data]
+        if data.startswith(b"SQLite format 3"):
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+                for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
+                    for row in db.execute(f'SELECT * FROM "{table}"'):
+                        for cell in row:
+                            if isinstance(cell, bytes):
+                                try:
+                                    cell = zlib.decompress(cell)
+                                except zlib.error:
+                                    pass
+                            texts.append(cell if isinstance(cell, bytes) else str(cell).encode())
+        found += [f"{path.relative_to(root)}: {s}" for s in secrets if any(s.encode() in t for t in texts)]
+    return found
