@@ -11,6 +11,7 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import Any, Callable
 
 BASE_URL, ROUNDS = sys.argv[1], int(sys.argv[2])
 os.environ["HERMES_HOME"] = tempfile.mkdtemp(prefix="bare-hermes-")
@@ -34,7 +35,7 @@ def agent() -> AIAgent:
     )
 
 
-def timed(fn):
+def timed(fn: Callable[[], Any]) -> float:
     started = time.perf_counter()
     fn()
     return time.perf_counter() - started
@@ -46,7 +47,7 @@ session = agent()
 history = []
 
 
-def turn(i):
+def turn(i: int) -> None:
     global history
     history = session.run_conversation(f"again {i}", conversation_history=history)["messages"]
 

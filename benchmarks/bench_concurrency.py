@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 
 from common import WORKER, invoke, median, p95, row, timed, worker
 
-from norfab_hermes.embedded import running_norfab
+from norfab_hermes.testing.embedded import running_norfab
 
 LATENCY = 2.0  # scripted model seconds per turn
 RUNS = 10  # the worker's max_concurrent_runs

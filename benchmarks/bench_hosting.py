@@ -12,7 +12,7 @@ from typing import Any, Dict, List
 
 from common import invoke, median, row, rss_mb, started_in, timed, worker, worker_process
 
-from norfab_hermes.embedded import running_norfab
+from norfab_hermes.testing.embedded import running_norfab
 
 ROUNDS = 20
 SESSIONS = 20

@@ -6,7 +6,7 @@ from typing import Any, Dict, List
 
 from common import WORKER, invoke, median, row, timed
 
-from norfab_hermes.embedded import hermes_worker, network, running_norfab
+from norfab_hermes.testing.embedded import hermes_worker, network, running_norfab
 
 ROUNDS = 20
 TOOL = {

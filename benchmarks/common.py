@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List
 
 import psutil
 
-from norfab_hermes.embedded import hermes_worker
+from norfab_hermes.testing.embedded import hermes_worker
 
 WORKER = "hermes-worker-1"
 

@@ -19,7 +19,7 @@ import bench_concurrency  # noqa: E402
 import bench_hosting  # noqa: E402
 import bench_tools  # noqa: E402
 
-from norfab_hermes.scripted_model import ScriptedModelServer  # noqa: E402
+from norfab_hermes.testing.scripted_model import ScriptedModelServer  # noqa: E402
 
 BENCHMARKS = {"hosting": bench_hosting, "tools": bench_tools, "concurrency": bench_concurrency}
 RESULTS = Path(__file__).parent / "results"

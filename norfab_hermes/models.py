@@ -7,6 +7,8 @@ client-side code can use it without pulling ``@Task`` methods into their
 process (NorFab's task registry is process-global).
 """
 
+import hashlib
+import json
 import re
 from enum import Enum
 from typing import Any, Dict, List, Union
@@ -26,6 +28,7 @@ from pydantic import (
 )
 
 from . import guards
+from .errors import InventoryError
 
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # Hermes keeps these profile names for itself
@@ -68,11 +71,7 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=True)
 
 
-class InventoryError(ValueError):
-    """Invalid hermes worker inventory; the message names the agent and field."""
-
-
-def describe_validation_error(error: ValidationError, where: str) -> str:
+def describe_validation_error(error: ValidationError, where: str, unknown: str = "key") -> str:
     """One line per problem: where it is, which field, and how to fix it."""
     lines = []
     for item in error.errors():
@@ -81,7 +80,7 @@ def describe_validation_error(error: ValidationError, where: str) -> str:
             hint = ""
             if len(item["loc"]) == 1:
                 hint = f" (allowed: {', '.join(sorted(_allowed_keys(error.title)))})"
-            lines.append(f"{where}: unknown key '{field}'{hint}")
+            lines.append(f"{where}: unknown {unknown} '{field}'{hint}")
         elif item["type"] == "missing":
             lines.append(f"{where}: field '{field}' is required")
         else:
@@ -90,8 +89,10 @@ def describe_validation_error(error: ValidationError, where: str) -> str:
 
 
 def _allowed_keys(model_name: str) -> List[str]:
-    model = {m.__name__: m for m in StrictModel.__subclasses__()}.get(model_name)
-    return [f.alias or name for name, f in model.model_fields.items()] if model else []
+    model = globals().get(model_name)
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return []
+    return [f.alias or name for name, f in model.model_fields.items()]
 
 
 # ---------------------------------------------------------------------------
@@ -182,11 +183,7 @@ class AgentDefinition(StrictModel):
         model = value.get("model", {})
         if not isinstance(model, dict):
             raise ValueError("'hermes.model' must be a mapping, e.g. {provider: custom, base_url: ..., default: ...}")
-        if "api_key" in model:
-            raise ValueError(
-                "'hermes.model.api_key' would write a secret into inventory: "
-                "set 'hermes.model.api_key_env: ENV_NAME' and export ENV_NAME on the worker host"
-            )
+        no_api_key(model, "hermes.model")
         return value
 
     @field_validator("tools")
@@ -243,12 +240,7 @@ class HermesInventory(StrictModel):
     @field_validator("model")
     @classmethod
     def _model(cls, value: Dict[str, Any]) -> Dict[str, Any]:
-        if "api_key" in value:
-            raise ValueError(
-                "'model.api_key' would write a secret into inventory: "
-                "set 'model.api_key_env: ENV_NAME' and export ENV_NAME on the worker host"
-            )
-        return value
+        return no_api_key(value, "model")
 
     @field_validator("agents")
     @classmethod
@@ -256,6 +248,16 @@ class HermesInventory(StrictModel):
         for name in value:
             check_agent_name(name)
         return value
+
+
+def no_api_key(model: Dict[str, Any], where: str) -> Dict[str, Any]:
+    """Refuse a literal API key in a model section: keys come from the worker's environment."""
+    if "api_key" in model:
+        raise ValueError(
+            f"'{where}.api_key' would write a secret into inventory: "
+            f"set '{where}.api_key_env: ENV_NAME' and export ENV_NAME on the worker host"
+        )
+    return model
 
 
 def check_agent_name(name: str) -> str:
@@ -298,6 +300,11 @@ class StopReason(str, Enum):
     max_turns = "max_turns"
     provider_error = "provider_error"
     failed = "failed"
+
+
+def arguments_digest(arguments: Any) -> str:
+    """A short, stable fingerprint of a tool call's arguments (what summaries show instead of them)."""
+    return hashlib.sha256(json.dumps(arguments, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 class ToolCallSummary(StrictModel):
@@ -418,7 +425,7 @@ class WorkerStatus(StrictModel):
 
 
 class TaskInput(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, use_enum_values=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=True)
 
 
 class InvokeInput(TaskInput):

@@ -30,12 +30,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from .models import AgentSummary, CommandResultData, SessionDetails, SessionSummary, WorkerStatus
-from .nfcli_chat import Chat, pick_agent
-from .nfcli_live import CtrlC, error_text, markdown, reply_view, run_turn, table
+from .models import CommandResultData
+from .nfcli.chat import Chat, pick_agent
+from .nfcli.live import CtrlC, error_text, markdown, reply_view, run_turn
+from .nfcli.views import agents_view, failed, session_view, sessions_view, status_view
 from .routing import COMMAND_JOB_TIMEOUT, Router, RoutingError, Target
-
-TOOL_OUTPUT_CHARS = 2000  # tool messages shown in 'hermes session' are cut here
 
 
 def router() -> Router:
@@ -72,87 +71,6 @@ def misparsed(kwargs: Dict[str, Any]) -> Optional[Text]:
     return None
 
 
-def failed(res: dict) -> Optional[Text]:
-    if res.get("failed") or res.get("result") is None:
-        return error_text(res.get("errors") or [f"no result: {res.get('status')}"])
-    return None
-
-
-# ------------------------------------------------------------------- views
-
-
-def agents_view(replies: Dict[str, dict]) -> RenderableType:
-    rows = []
-    for worker, res in sorted(replies.items()):
-        problem = failed(res)
-        if problem:
-            rows.append([worker, "", "no", "", "", problem])
-            continue
-        for agent in (AgentSummary.model_validate(a) for a in res["result"]):
-            state = "yes" if agent.available else Text(f"no: {agent.error or 'unavailable'}", style="red")
-            rows.append([worker, agent.name, state, agent.model, agent.provider, agent.description])
-    return table("hermes agents", ["worker", "agent", "available", "model", "provider", "description"], rows)
-
-
-def status_view(replies: Dict[str, dict]) -> RenderableType:
-    workers, runs = [], []
-    for worker, res in sorted(replies.items()):
-        problem = failed(res)
-        if problem:
-            workers.append([worker, Text("no", style="red"), "", "", "", problem])
-            continue
-        status = WorkerStatus.model_validate(res["result"])
-        agents = ", ".join(name if ok else f"{name} (unavailable)" for name, ok in sorted(status.agents.items()))
-        ready = Text("yes") if status.ready else Text("no", style="red")
-        slots = f"{len(status.active_runs)}/{status.max_concurrent_runs}"
-        workers.append([worker, ready, agents, slots, status.threads, "; ".join(status.errors)])
-        runs.extend([worker, run.run_id, run.agent, run.session_id, run.started] for run in status.active_runs)
-    views = [table("hermes workers", ["worker", "ready", "agents", "runs", "threads", "errors"], workers)]
-    if runs:
-        views.append(table("active runs", ["worker", "run", "agent", "session", "started"], runs))
-    return Group(*views)
-
-
-def sessions_view(target: Target, sessions: List[dict]) -> RenderableType:
-    rows = []
-    for session in (SessionSummary.model_validate(s) for s in sessions):
-        rows.append(
-            [session.session_id, session.title, session.source, session.last_active, session.message_count, session.preview]
-        )
-    return Group(
-        table(
-            f"sessions of agent '{target.agent}' on worker '{target.worker}'",
-            ["session", "title", "source", "last active", "messages", "preview"],
-            rows,
-        ),
-        Text(f"continue one with: hermes chat {target.agent} session SESSION workers {target.worker}", style="dim"),
-    )
-
-
-def session_view(data: dict) -> RenderableType:
-    session = SessionDetails.model_validate(data)
-    parts: List[RenderableType] = [
-        Text(
-            f"session {session.session_id} | agent {session.agent} | worker {session.worker} | "
-            f"title {session.title} | {session.message_count} messages | last active {session.last_active}",
-            style="bold",
-        )
-    ]
-    for message in session.messages:
-        parts.append(Text(f"\n{message.role} {message.timestamp or ''}", style="cyan"))
-        for call in message.tool_calls:
-            parts.append(Text(f"calls {call.get('name')} {call.get('arguments')}", style="dim"))
-        content = message.content or ""
-        if message.role == "tool":
-            cut = content[:TOOL_OUTPUT_CHARS]
-            parts.append(Text(cut + (" ... (cut)" if len(content) > len(cut) else ""), style="dim"))
-        elif message.role == "assistant":
-            parts.append(markdown(content))
-        elif content:
-            parts.append(Text(content))
-    return Group(*parts)
-
-
 # ---------------------------------------------------------------- commands
 
 
@@ -187,8 +105,7 @@ class HermesSessionsCommand(WorkersOption):
         def render() -> RenderableType:
             routes = router()
             target = routes.resolve(str(agent), as_str(workers))
-            res = routes.call("get_sessions", [target.worker], {"agent": target.agent, "limit": limit or 20})
-            res = res[target.worker]
+            res = routes.one("get_sessions", target, {"limit": limit or 20})
             return failed(res) or sessions_view(target, res["result"])
 
         return misparsed(kwargs) or guarded(render)
@@ -211,8 +128,7 @@ class HermesInterruptCommand(WorkersOption):
         def render() -> RenderableType:
             routes = router()
             target = routes.run_owner(str(agent), run_id, as_str(workers))
-            res = routes.call("interrupt", [target.worker], {"agent": target.agent, "run_id": run_id})
-            res = res[target.worker]
+            res = routes.one("interrupt", target, {"run_id": run_id})
             return failed(res) or Text(
                 f"run {run_id} of agent '{target.agent}' on worker '{target.worker}' is stopping; "
                 "its invoke returns with stop_reason 'interrupted'"
@@ -340,7 +256,7 @@ def run_command(agent: str, line: str, session: Optional[str], workers: Optional
 def run_show_session(agent: str, session_id: str, workers: Optional[str]) -> RenderableType:
     routes = router()
     target = routes.resolve(agent, workers, session_id)
-    res = routes.call("get_session", [target.worker], {"agent": target.agent, "session_id": session_id})[target.worker]
+    res = routes.one("get_session", target, {"session_id": session_id})
     return failed(res) or session_view(res["result"])
 
 

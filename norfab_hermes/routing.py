@@ -75,7 +75,7 @@ def _patterns(workers: Selector) -> List[str]:
     return [name for name in names if name and name not in ("all", "any")]
 
 
-def job_timeout(timeout: Optional[float]) -> float:
+def invoke_job_timeout(timeout: Optional[float]) -> float:
     """NorFab job timeout for an invoke with run budget ``timeout`` (the worker ends the run first)."""
     return float(timeout) + JOB_MARGIN if timeout else INVOKE_JOB_TIMEOUT
 
@@ -147,6 +147,13 @@ class Router:
         if not reply:
             raise RoutingError(f"the broker did not accept hermes {task} for workers {', '.join(workers)}")
         return reply
+
+    def one(self, task: str, target: Target, kwargs: Optional[Dict[str, Any]] = None, timeout: Optional[float] = None) -> dict:
+        """Run a hermes task for ``target``'s agent on its worker; that worker's Result dict."""
+        reply = self.call(task, [target.worker], {"agent": target.agent, **(kwargs or {})}, timeout)
+        if target.worker not in reply:
+            raise RoutingError(f"hermes worker '{target.worker}' did not answer {task}")
+        return reply[target.worker]
 
     def agents(self, workers: Selector = None) -> Dict[str, dict]:
         """``get_agents`` Result dicts of the selected workers, by worker."""
@@ -251,12 +258,6 @@ class Hermes:
         self.client = client
         self.router = Router(client, timeout)
 
-    def _one(self, target: Target, task: str, kwargs: Dict[str, Any], timeout: Optional[float] = None) -> dict:
-        reply = self.router.call(task, [target.worker], {"agent": target.agent, **kwargs}, timeout)
-        if target.worker not in reply:
-            raise RoutingError(f"hermes worker '{target.worker}' did not answer {task}")
-        return reply[target.worker]
-
     def agents(self, workers: Selector = None) -> Dict[str, dict]:
         """Agents of the selected workers: ``{worker: Result}``, each result a list of agent summaries."""
         return self.router.agents(workers)
@@ -291,22 +292,22 @@ class Hermes:
         kwargs = {"instructions": instructions, "session_id": session_id}
         if timeout:
             kwargs["timeout"] = timeout
-        return self._one(target, "invoke", kwargs, timeout=job_timeout(timeout))
+        return self.router.one("invoke", target, kwargs, timeout=invoke_job_timeout(timeout))
 
     def command(self, agent: str, command: str, session_id: Optional[str] = None, workers: Selector = None) -> dict:
         """Run a native slash command such as ``/usage`` in the agent's (session's) chat."""
         target = self.router.resolve(agent, workers, session_id)
-        return self._one(target, "command", {"command": command, "session_id": session_id}, timeout=COMMAND_JOB_TIMEOUT)
+        return self.router.one("command", target, {"command": command, "session_id": session_id}, timeout=COMMAND_JOB_TIMEOUT)
 
     def sessions(self, agent: str, workers: Selector = None, limit: int = 20) -> dict:
         """The agent's sessions, newest activity first."""
-        return self._one(self.router.resolve(agent, workers), "get_sessions", {"limit": limit})
+        return self.router.one("get_sessions", self.router.resolve(agent, workers), {"limit": limit})
 
     def session(self, agent: str, session_id: str, workers: Selector = None, limit: int = 50) -> dict:
         """One session with its newest messages, from the worker owning it."""
         target = self.router.resolve(agent, workers, session_id)
-        return self._one(target, "get_session", {"session_id": session_id, "limit": limit})
+        return self.router.one("get_session", target, {"session_id": session_id, "limit": limit})
 
     def interrupt(self, agent: str, run_id: str, workers: Selector = None) -> dict:
         """Stop a running turn; the invoke returns with stop_reason ``interrupted``."""
-        return self._one(self.router.run_owner(agent, run_id, workers), "interrupt", {"run_id": run_id})
+        return self.router.one("interrupt", self.router.run_owner(agent, run_id, workers), {"run_id": run_id})

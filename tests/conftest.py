@@ -10,9 +10,9 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
-from norfab_hermes.embedded import free_port, hermes_worker, network, wait_for_workers  # noqa: F401
-from norfab_hermes.embedded import running_norfab as norfab  # noqa: F401
-from norfab_hermes.scripted_model import ScriptedModelServer
+from norfab_hermes.testing.embedded import free_port, hermes_worker, network, wait_for_workers  # noqa: F401
+from norfab_hermes.testing.embedded import running_norfab as norfab  # noqa: F401
+from norfab_hermes.testing.scripted_model import ScriptedModelServer
 
 
 @pytest.fixture(scope="module")

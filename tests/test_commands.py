@@ -1,7 +1,6 @@
 """Native slash commands through the gateway, never a shell."""
 
 import pytest
-
 from conftest import hermes_worker, norfab, run
 
 WORKER = "hermes-worker-1"

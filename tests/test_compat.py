@@ -1,5 +1,5 @@
 """
-Contract tests: the Hermes internals norfab_hermes.compat relies on exist in
+Contract tests: the Hermes internals norfab_hermes.worker.hermes.compat relies on exist in
 the installed, pinned hermes-agent with the shapes we use. Run when bumping
 the pin. Each check runs in a fresh interpreter: Hermes freezes HERMES_HOME
 at import and must never be imported into the pytest process that forks
@@ -19,7 +19,7 @@ def in_fresh_hermes(tmp_path, code: str) -> str:
         import os, sys
         os.environ["HERMES_HOME"] = {str(tmp_path)!r}
         sys.stdout = sys.stderr  # Hermes may print; keep stdout for the answer
-        from norfab_hermes import compat
+        from norfab_hermes.worker.hermes import compat
         compat.import_hermes()
         out = []
         """
@@ -32,7 +32,7 @@ def in_fresh_hermes(tmp_path, code: str) -> str:
 def test_pinned_version():
     from importlib.metadata import version
 
-    from norfab_hermes.compat import HERMES_VERSION
+    from norfab_hermes.worker.hermes.compat import HERMES_VERSION
 
     assert version("hermes-agent") == HERMES_VERSION
 

@@ -5,7 +5,6 @@ import json
 import uuid
 
 import pytest
-
 from conftest import hermes_worker, norfab, run
 
 WORKER = "hermes-worker-1"

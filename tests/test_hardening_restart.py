@@ -10,9 +10,9 @@ import threading
 import time
 
 import pytest
-
 from conftest import hermes_worker, norfab, run
-from norfab_hermes.embedded import kill_process_group, worker_process
+
+from norfab_hermes.testing.embedded import kill_process_group, worker_process
 
 pytestmark = pytest.mark.hardening
 

@@ -10,7 +10,6 @@ import json
 import os
 
 import pytest
-
 from conftest import DEVICE_SECRETS, HOSTILE_DEVICE, find_secrets, hermes_worker, network, norfab, run
 
 pytestmark = pytest.mark.hardening

@@ -11,7 +11,6 @@ import zlib
 from pathlib import Path
 
 import pytest
-
 from conftest import hermes_worker, network, norfab, run
 
 pytestmark = pytest.mark.hardening

@@ -3,7 +3,6 @@
 import time
 
 import pytest
-
 from conftest import hermes_worker, norfab, result_of, run
 
 WORKER = "hermes-worker-1"

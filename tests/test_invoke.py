@@ -7,7 +7,6 @@ import os
 import uuid
 
 import pytest
-
 from conftest import hermes_worker, norfab, run
 
 SECRET = "sk-norfab-test-" + uuid.uuid4().hex

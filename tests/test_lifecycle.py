@@ -65,7 +65,7 @@ def test_hermes_and_norfab_keep_their_own_logs(model, tmp_path):
     hermes_packages = ("agent", "run_agent", "gateway", "hermes_cli", "tools", "cron", "hermes_state", "model_tools")
     records = [json.loads(line) for line in (tmp_path / "__norfab__/logs" / f"worker-{WORKER}.jsonl").open()]
     assert records, "the worker wrote no NorFab log"
-    assert any(r["logger"] == "norfab_hermes.host" for r in records)
+    assert any(r["logger"] == "norfab_hermes.worker.host" for r in records)
     leaked = [r for r in records if r["logger"].split(".")[0] in hermes_packages]
     assert not leaked, leaked[:3]
 

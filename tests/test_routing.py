@@ -1,8 +1,8 @@
 """Client-side routing: worker selectors, agent names and session owners across two hermes workers."""
 
 import pytest
-
 from conftest import lab_workers, last_job, norfab, result_of, start_invoke
+
 from norfab_hermes.routing import Hermes, Router, RoutingError, Target
 
 LAB1, LAB2 = "hermes-lab-1", "hermes-lab-2"

@@ -1,7 +1,6 @@
 """Sessions: listing, reading, and identity (worker, agent, session id)."""
 
 import pytest
-
 from conftest import hermes_worker, norfab, run
 
 WORKER = "hermes-worker-1"

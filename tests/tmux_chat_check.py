@@ -7,7 +7,7 @@ by hand and read the pane it prints::
 
     .venv/bin/python tests/tmux_chat_check.py [--keep]
 
-It starts the scripted model (``python -m norfab_hermes.scripted_model``)
+It starts the scripted model (``python -m norfab_hermes.testing.scripted_model``)
 and ``nfcli`` on a throwaway inventory with one hermes worker and the
 ``plugins: hermes: nfcli`` mount, then types into the pane with
 ``tmux send-keys``. Exit status 0 means every expected line appeared.
@@ -101,7 +101,7 @@ def main() -> int:
     port = free_port()
     inventory(base, f"http://127.0.0.1:{port}/v1")
     model = subprocess.Popen(
-        [sys.executable, "-m", "norfab_hermes.scripted_model", "--port", str(port)],
+        [sys.executable, "-m", "norfab_hermes.testing.scripted_model", "--port", str(port)],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -21,10 +21,11 @@ import os
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
-from norfab_hermes.embedded import free_port, started
-from norfab_hermes.scenario import Scenario
-from norfab_hermes.scripted_model import ScriptedModel, ScriptedModelServer
+from norfab_hermes.testing.embedded import free_port, started
+from norfab_hermes.testing.scenario import Scenario
+from norfab_hermes.testing.scripted_model import ScriptedModel, ScriptedModelServer
 
 LAB = Path(__file__).resolve().parent
 WORKER = "hermes-worker-1"
@@ -49,7 +50,7 @@ def is_step(message: str) -> bool:
     return message != "starting" and not (words[0] == "tool" and len(words) > 1 and words[1].endswith(":"))
 
 
-def ask(client, agent: str, question: str) -> dict:
+def ask(client: Any, agent: str, question: str) -> dict:
     """One interactive invoke: print its events as they come, approve what it asks."""
     print(f'\nnf# hermes invoke {agent} "{question}"\n')
     future = client.submit_job(

@@ -14,12 +14,11 @@ NorFab's interactive shell on examples/lab/inventory.yaml. Try:
 
 import os
 
+from demo import LAB
 from norfab.clients.nfcli_shell.nfcli_shell_client import start_picle_shell
 
-from norfab_hermes.scenario import Scenario
-from norfab_hermes.scripted_model import ScriptedModel, ScriptedModelServer
-
-from demo import LAB
+from norfab_hermes.testing.scenario import Scenario
+from norfab_hermes.testing.scripted_model import ScriptedModel, ScriptedModelServer
 
 if __name__ == "__main__":
     model = None

@@ -12,24 +12,14 @@ skills, cron jobs) is Hermes runtime state and is never touched.
 import copy
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import yaml
 
-from .compat import PLATFORM
-from .models import AgentDefinition
+from ..models import AgentDefinition
+from .hermes.compat import PLATFORM
+from .hermes.plugin import NORFAB_TOOLSET, PLUGIN, agent_toolset
 
-PLUGIN = "norfab"  # the Hermes plugin's name
-NORFAB_TOOLSET = "norfab"  # what agent definitions list under toolsets
-# Hermes' registry toolset of all NorFab tools. Not "norfab": Hermes adds the
-# tools of a toolset named like a platform to that platform's default tools,
-# which would hand every agent every NorFab tool.
-REGISTRY_TOOLSET = "norfab-tools"
-
-
-def agent_toolset(agent: str) -> str:
-    """The toolset holding exactly one agent's NorFab tools (``norfab`` in its definition)."""
-    return f"norfab-agent-{agent}"
 HOME_CHANNEL = {"platform": PLATFORM, "chat_id": "norfab-home", "name": "NorFab home"}
 
 # Settings every profile gets and the inventory cannot change: no tool
@@ -83,7 +73,9 @@ def root_config(max_turns: int) -> Dict[str, Any]:
     )
 
 
-def provider_secrets(model: Dict[str, Any], environ: Dict[str, str]) -> Tuple[Dict[str, Any], Dict[str, str]]:
+def provider_secrets(
+    model: Dict[str, Any], environ: Dict[str, str], key_vars: Callable[[str], List[str]]
+) -> Tuple[Dict[str, Any], Dict[str, str]]:
     """Split a model section into config and the secrets it names.
 
     ``api_key_env: NAME`` becomes a named provider entry whose ``key_env``
@@ -103,17 +95,10 @@ def provider_secrets(model: Dict[str, Any], environ: Dict[str, str]) -> Tuple[Di
         if model.get("base_url"):
             provider = model.get("provider") or "custom"
             extra["providers"] = {provider: {"base_url": model["base_url"], "key_env": env_name}}
-    for name in _standard_key_vars(model.get("provider")):
+    for name in key_vars(model.get("provider") or ""):
         if name in environ:
             secrets.setdefault(name, environ[name])
     return extra, secrets
-
-
-def _standard_key_vars(provider: Optional[str]) -> List[str]:
-    from hermes_cli.auth import PROVIDER_REGISTRY
-
-    entry = PROVIDER_REGISTRY.get((provider or "").lower())
-    return list(getattr(entry, "api_key_env_vars", ()) or ())
 
 
 def profile_config(
@@ -122,11 +107,12 @@ def profile_config(
     model_defaults: Dict[str, Any],
     max_turns: int,
     environ: Dict[str, str],
+    key_vars: Callable[[str], List[str]],
 ) -> Tuple[Dict[str, Any], Dict[str, str]]:
-    """The profile's config.yaml content and its .env secrets."""
+    """The profile's config.yaml content and the provider secrets it needs (kept in memory)."""
     hermes = copy.deepcopy(definition.hermes)
     model = merge(model_defaults, hermes.pop("model", {}))
-    model_part, secrets = provider_secrets(model, environ)
+    model_part, secrets = provider_secrets(model, environ, key_vars)
     config = merge({"agent": {"max_turns": max_turns}}, hermes)
     config = merge(config, model_part)
     config = merge(config, ENFORCED)
@@ -155,15 +141,6 @@ def write_profile(home: Path, config: Dict[str, Any], instructions: str) -> None
     write_config(home / "config.yaml", config)
     write_file(home / "SOUL.md", instructions.rstrip() + "\n")
     write_file(home / ".env", "", mode=0o600)
-
-
-def ensure_profile(name: str) -> Path:
-    """Create the Hermes profile if missing; existing profile state is kept."""
-    from hermes_cli import profiles
-
-    if not profiles.profile_exists(name):
-        profiles.create_profile(name, no_alias=True, no_skills=True)
-    return Path(profiles.get_profile_dir(name))
 
 
 def disable_profile(home: Path) -> None:

@@ -19,9 +19,9 @@ from typing import Any, List, Optional
 from rich.console import Console
 from rich.text import Text
 
-from .models import AgentSummary, CommandResultData, SessionSummary
-from .nfcli_live import CtrlC, error_text, markdown, reply_view, run_turn, table
-from .routing import COMMAND_JOB_TIMEOUT, Router, RoutingError, Selector, Target
+from ..models import AgentSummary, CommandResultData, SessionSummary
+from ..routing import COMMAND_JOB_TIMEOUT, Router, RoutingError, Selector, Target
+from .live import CtrlC, error_text, markdown, reply_view, run_turn, table
 
 # native commands after which the chat follows the session the command answers with
 SESSION_COMMANDS = ("/new", "/reset", "/resume")
@@ -132,7 +132,7 @@ class Chat:
         return False
 
     def sessions(self) -> None:
-        res = self.router.call("get_sessions", [self.target.worker], {"agent": self.target.agent})[self.target.worker]
+        res = self.router.one("get_sessions", self.target)
         if res.get("failed"):
             self.console.print(error_text(res.get("errors") or []))
             return
@@ -158,9 +158,7 @@ class Chat:
         self.say(f"now chatting with agent '{self.target.agent}' on worker '{self.target.worker}', new session")
 
     def native(self, line: str) -> None:
-        kwargs = {"agent": self.target.agent, "command": line, "session_id": self.session_id}
-        reply = self.router.call("command", [self.target.worker], kwargs, COMMAND_JOB_TIMEOUT)
-        res = reply[self.target.worker]
+        res = self.router.one("command", self.target, {"command": line, "session_id": self.session_id}, COMMAND_JOB_TIMEOUT)
         if res.get("failed"):
             self.console.print(error_text(res.get("errors") or []))
             return

@@ -1,162 +1,41 @@
 """
-NorFab tools: named NorFab tasks an agent may call, run through the worker's
-own NFPClient.
+Running NorFab tool calls, through the worker's own NFPClient.
 
-A :class:`ToolSpec` is one agent's view of one tool: the schema its model
-sees and the NorFab task behind it. :class:`ToolRunner` executes a call:
-validate the model's arguments, merge fixed ones, ask for approval when the
-tool changes state, dispatch with a timeout inside the run's budget, and turn
-the NorFab reply into a bounded, redacted result the model can read. Every
+:class:`ToolRunner` executes a call: validate the model's arguments against
+the tool and the guards, merge fixed ones, ask for approval when the tool
+changes state, dispatch with a timeout inside the run's budget, and turn the
+NorFab reply into a bounded, redacted result the model can read. Every
 failure is a tool error the model sees; nothing here raises into Hermes.
-
-Nothing in this module imports Hermes; the plugin registers the specs with
-Hermes' tool registry.
 """
 
-import hashlib
 import json
 import logging
-import textwrap
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import jsonschema
 
-from . import guards
-from .models import AgentDefinition, ToolCallSummary, ToolDefinition
-from .redact import redact, scrub
+from .. import guards
+from ..models import ToolCallSummary, arguments_digest
+from ..redact import redact, scrub
+from .tool_specs import ToolSpec, is_open
 
 log = logging.getLogger(__name__)
 
-LIST_TASKS_TIMEOUT = 15
-# arguments NorFab injects into every task; never the model's to set
-INJECTED_ARGUMENTS = {"job", "progress"}
 # host filters of NorFab's nornir-style tasks: a call naming hosts expects data back
 HOST_FILTERS = {"FO", "FB", "FH", "FC", "FR", "FG", "FP", "FL", "FM", "FX", "FN", "hosts"}
-DESCRIPTION_CHARS = 1024
 MIN_CALL_SECONDS = 1.0  # a call needs at least this much of the run budget left
 
 
-class ToolSpec:
-    """One agent's tool: what its model sees and where a call goes."""
-
-    def __init__(self, agent: str, name: str, definition: ToolDefinition):
-        self.agent = agent
-        self.name = name
-        self.definition = definition
-        self.target = definition.norfab
-        self.description = definition.description or ""
-        self.parameters: Dict[str, Any] = closed(definition.input_schema) if definition.input_schema else {}
-        self.error: Optional[str] = None
-
-    @property
-    def schema(self) -> Dict[str, Any]:
-        """The OpenAI function schema (name added by Hermes' registry)."""
-        description = self.description
-        if self.error:
-            description = f"UNAVAILABLE: {self.error}. {description}"
-        return {"description": description, "parameters": self.parameters or {"type": "object", "properties": {}}}
-
-    def resolve(self, tasks: Optional[Dict[str, dict]], error: Optional[str] = None) -> None:
-        """Fill description and parameters from the target service's task list."""
-        where = f"{self.target.service}.{self.target.task}"
-        if tasks is None:
-            self.error = f"could not list the tasks of service '{self.target.service}': {error}"
-            return
-        task = tasks.get(self.target.task)
-        if task is None:
-            self.error = f"service '{self.target.service}' has no task '{self.target.task}'"
-            return
-        if (task.get("agent") or {}).get("enabled") is False:
-            self.error = f"{where} is not available to agents (its agent.enabled is false)"
-            return
-        self.error = None
-        if not self.description:
-            text = (task.get("agent") or {}).get("description") or task.get("description") or where
-            self.description = textwrap.dedent(text).strip()[:DESCRIPTION_CHARS]
-        if not self.definition.input_schema:
-            self.parameters = derive_parameters(task.get("inputSchema") or {}, self.target.kwargs)
-
-    def summary(self) -> Dict[str, Any]:
-        return {**self.definition.model_dump(), "parameters": self.parameters, "error": self.error}
-
-
-def closed(schema: Dict[str, Any]) -> Dict[str, Any]:
-    """An explicit schema, closed to extra arguments unless it opens itself explicitly."""
-    return schema if "additionalProperties" in schema else {**schema, "additionalProperties": False}
-
-
-def is_open(schema: Dict[str, Any]) -> bool:
-    return schema.get("additionalProperties") not in (None, False)
-
-
-def derive_parameters(input_schema: Dict[str, Any], fixed: Dict[str, Any]) -> Dict[str, Any]:
-    """The task's input schema minus fixed, injected and guarded arguments, closed to extras."""
-    schema = _strip_presence(json.loads(json.dumps(input_schema)))
-    hidden = INJECTED_ARGUMENTS | set(fixed)
-    properties = {
-        k: v for k, v in (schema.get("properties") or {}).items() if k not in hidden and not guards.guarded_argument(k)
-    }
-    schema.update(
-        type="object",
-        properties=properties,
-        required=[r for r in schema.get("required") or [] if r not in hidden],
-        additionalProperties=False,
-    )
-    if not schema["required"]:
-        del schema["required"]
-    return schema
-
-
-def _strip_presence(value: Any) -> Any:
-    # "presence" is PICLE's shell flag, not JSON schema
-    if isinstance(value, dict):
-        return {k: _strip_presence(v) for k, v in value.items() if k != "presence"}
-    if isinstance(value, list):
-        return [_strip_presence(v) for v in value]
-    return value
-
-
-def build_specs(client: Any, agents: Dict[str, AgentDefinition]) -> Dict[str, Dict[str, ToolSpec]]:
-    """Specs for every agent's tools; each target service's tasks are listed once."""
-    specs = {agent: {name: ToolSpec(agent, name, d) for name, d in a.tools.items()} for agent, a in agents.items()}
-    refresh(client, [spec for tools in specs.values() for spec in tools.values()])
-    return specs
-
-
-def refresh(client: Any, specs: List[ToolSpec]) -> None:
-    services = {spec.target.service for spec in specs}
-    listed = {service: list_tasks(client, service) for service in services}
-    for spec in specs:
-        spec.resolve(*listed[spec.target.service])
-
-
-def list_tasks(client: Any, service: str) -> Tuple[Optional[Dict[str, dict]], Optional[str]]:
-    try:
-        reply = client.run_job(service, "list_tasks", workers="any", timeout=LIST_TASKS_TIMEOUT)
-    except Exception as error:  # a broken service must not break the worker
-        return None, repr(error)
-    if not reply:
-        return None, "no worker of that service answered"
-    result = next(iter(reply.values()))
-    if result.get("failed"):
-        return None, "; ".join(result.get("errors") or ["list_tasks failed"])
-    return {task["name"]: task for task in result.get("result") or []}, None
-
-
-def job_timeout(seconds: float) -> int:
-    """The NorFab job timeout for a call that may take ``seconds``.
+def child_job_timeout(seconds: float) -> int:
+    """The NorFab job timeout for a tool call that may take ``seconds``.
 
     nornir's cli task sets device read timeouts to 0.9 x the job timeout and
     rejects fractions, so job timeouts go out in tens of seconds; the tool
     still stops waiting at its own, exact deadline.
     """
     return max(10, int(seconds) // 10 * 10)
-
-
-def digest(arguments: Dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(arguments, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def forget_job(client: Any, uuid: str) -> None:
@@ -191,7 +70,7 @@ class ToolRunner:
         per_target: int,
         secrets: Callable[[], List[str]] = lambda: [],
         ask: Callable[[str, str, Any], Any] = None,
-    ):
+    ) -> None:
         self.client = client
         self.max_chars = max_chars
         self.per_target = per_target
@@ -209,7 +88,7 @@ class ToolRunner:
             service=target.service,
             task=target.task,
             workers=target.workers,
-            arguments_digest=digest(arguments),
+            arguments_digest=arguments_digest(arguments),
             status="refused",
             duration=0.0,
         )
@@ -229,7 +108,7 @@ class ToolRunner:
         text, summary.truncated = self.bound(text)
         summary.duration = round(time.time() - started, 3)
         if run is not None:
-            run.tool_calls.append(summary)
+            run.record_tool_call(summary)
             failed = summary.status != "completed"
             run.event(
                 f"tool {spec.name} {summary.status}" + (f": {summary.error}" if summary.error else "")
@@ -341,7 +220,7 @@ class ToolRunner:
                 target.task,
                 kwargs=kwargs,
                 workers=target.workers,
-                timeout=job_timeout(deadline - time.time()),
+                timeout=child_job_timeout(deadline - time.time()),
             )
             if future is None:
                 raise ToolError(f"NorFab did not accept the job for {target.service}.{target.task}")

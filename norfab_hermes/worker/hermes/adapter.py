@@ -16,42 +16,22 @@ import uuid
 from typing import Any, Dict, List, Optional
 
 from gateway.config import Platform
-from gateway.session import build_session_key
 from gateway.platforms.base import (
     BasePlatformAdapter,
     MessageEvent,
     MessageType,
     SendResult,
 )
+from gateway.session import build_session_key
 
-from .compat import PLATFORM
-
-USER_ID = "norfab"
-
-
-def _source(chat_id: str, profile: str) -> Any:
-    from gateway.session import SessionSource
-
-    return SessionSource(
-        platform=Platform(PLATFORM),
-        chat_id=chat_id,
-        chat_name=chat_id,
-        chat_type="dm",
-        user_id=USER_ID,
-        user_name=USER_ID,
-        profile=profile,
-    )
-
-
-def session_key(chat_id: str, profile: str) -> str:
-    """The gateway's session key for a NorFab chat of ``profile``."""
-    return build_session_key(_source(chat_id, profile), profile=profile)
+from . import compat, port
+from .compat import PLATFORM, message_source
 
 
 class Turn:
     """What the gateway sent back for one submitted message."""
 
-    def __init__(self, chat_id: str):
+    def __init__(self, chat_id: str) -> None:
         self.chat_id = chat_id
         self.sends: List[Dict[str, Any]] = []
         self.outcome: Optional[str] = None
@@ -73,7 +53,7 @@ class NorfabAdapter(BasePlatformAdapter):
     supports_async_delivery = True
     interactive_resume = False
 
-    def __init__(self, config: Any):
+    def __init__(self, config: Any) -> None:
         super().__init__(config=config, platform=Platform(PLATFORM))
         self._turns: Dict[str, Turn] = {}
         # commands answered inline while a turn runs in the same chat
@@ -161,12 +141,12 @@ class NorfabAdapter(BasePlatformAdapter):
 
     async def submit(self, text: str, chat_id: str, profile: str) -> Turn:
         """Hand ``text`` to the gateway as a message in ``chat_id``; the turn completes later."""
-        source = _source(chat_id, profile)
+        source = message_source(chat_id, profile)
         event = MessageEvent(
             text=text, message_type=MessageType.TEXT, source=source, message_id=uuid.uuid4().hex[:12]
         )
         turn = Turn(chat_id)
-        if text.startswith("/") and build_session_key(source) in self._active_sessions:
+        if text.startswith("/") and compat.chat_is_busy(self, build_session_key(source)):
             # the gateway answers a command for a busy chat inline, with one
             # send and no processing-complete callback
             self._inline[chat_id] = turn
@@ -182,11 +162,10 @@ class NorfabAdapter(BasePlatformAdapter):
 
 
 def _ask(session_key: str, question: str, default: Any) -> Any:
-    from . import host
-
-    if host.HOST is None:
+    host = port.current()
+    if host is None:
         raise PermissionError("the worker is shutting down")
-    return host.HOST.ask_operator(session_key, question, default)
+    return host.ask_operator(session_key, question, default)
 
 
 def _answer_clarify(clarify_id: str, session_key: str, question: str, choices: List[str]) -> None:

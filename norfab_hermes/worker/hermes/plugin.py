@@ -13,23 +13,33 @@ import json
 import logging
 from typing import Any, Dict, Optional
 
+from ...models import BLOCKED_COMMANDS, ToolCallSummary, arguments_digest
+from . import port
 from .compat import PLATFORM
-from .models import BLOCKED_COMMANDS, ToolCallSummary
-from .norfab_tools import digest
-from .profiles import REGISTRY_TOOLSET, agent_toolset
 
 log = logging.getLogger(__name__)
 
+PLUGIN = "norfab"  # this plugin's name, enabled in the instance root's config
+NORFAB_TOOLSET = "norfab"  # what agent definitions list under toolsets
+# Hermes' registry toolset of all NorFab tools. Not "norfab": Hermes adds the
+# tools of a toolset named like a platform to that platform's default tools,
+# which would hand every agent every NorFab tool.
+REGISTRY_TOOLSET = "norfab-tools"
 
-def _current_run() -> Optional[Any]:
-    """The host run of the session this agent thread is working for."""
+
+def agent_toolset(agent: str) -> str:
+    """The toolset holding exactly one agent's NorFab tools (``norfab`` in its definition)."""
+    return f"norfab-agent-{agent}"
+
+
+def _current() -> tuple:
+    """The host and the run of the session this agent thread works for (either may be None)."""
     from gateway.session_context import get_session_env
 
-    from . import host
-
-    if host.HOST is None:
-        return None
-    return host.HOST.run_for_session_key(get_session_env("HERMES_SESSION_KEY", ""))
+    host = port.current()
+    if host is None:
+        return None, None
+    return host, host.run_for_session_key(get_session_env("HERMES_SESSION_KEY", ""))
 
 
 def _guard_commands(event: Any = None, **_: Any) -> Optional[dict]:
@@ -40,17 +50,15 @@ def _guard_commands(event: Any = None, **_: Any) -> Optional[dict]:
 
 
 def _on_model_request(api_call_count: int = 0, **_: Any) -> None:
-    run = _current_run()
+    host, run = _current()
     if run is not None:
-        from . import host
-
-        host.HOST.on_model_request(run, api_call_count)
+        host.on_model_request(run, api_call_count)
 
 
 def _on_provider_error(
     status_code: Any = None, retry_count: Any = None, reason: Any = None, error: Any = None, **_: Any
 ) -> None:
-    run = _current_run()
+    _, run = _current()
     if run is not None:
         message = (error or {}).get("message") if isinstance(error, dict) else error
         run.provider_errors.append(
@@ -66,7 +74,7 @@ def _is_norfab_tool(name: str) -> bool:
 
 
 def _on_tool_started(tool_name: str = "", **_: Any) -> None:
-    run = _current_run()
+    _, run = _current()
     if run is not None and not _is_norfab_tool(tool_name):
         run.event(f"tool {tool_name} started", resource=[tool_name])
 
@@ -79,15 +87,15 @@ def _on_tool_finished(
     error_message: Any = None,
     **_: Any,
 ) -> None:
-    run = _current_run()
+    _, run = _current()
     if run is None or _is_norfab_tool(tool_name):
         return
     failed = str(status or "").lower() in ("error", "failed", "blocked")
     seconds = float(duration_ms) / 1000 if duration_ms is not None else 0.0
-    run.tool_calls.append(
+    run.record_tool_call(
         ToolCallSummary(
             tool=tool_name,
-            arguments_digest=digest(args if isinstance(args, dict) else {"args": args}),
+            arguments_digest=arguments_digest(args if isinstance(args, dict) else {"args": args}),
             status="failed" if failed else "completed",
             duration=round(seconds, 3),
             error=str(error_message) if failed and error_message else None,
@@ -101,31 +109,27 @@ def _on_tool_finished(
     )
 
 
-def _spec(name: str) -> Optional[Any]:
+def _spec(host: Any, name: str) -> Optional[Any]:
     """The active profile's definition of tool ``name`` (tools run inside the profile's scope)."""
     from hermes_cli.profiles import get_active_profile_name
 
-    from . import host
-
-    if host.HOST is None:
-        return None
-    return host.HOST.tool_specs.get(get_active_profile_name(), {}).get(name)
+    return host.tool_spec(get_active_profile_name(), name)
 
 
 def _schema(name: str) -> Dict[str, Any]:
-    spec = _spec(name)
+    host = port.current()
+    spec = _spec(host, name) if host is not None else None
     return spec.schema if spec is not None else {}
 
 
 def _call(name: str, args: Dict[str, Any], **_: Any) -> str:
     from tools.interrupt import is_interrupted
 
-    from . import host
-
-    spec = _spec(name)
+    host, run = _current()
+    spec = _spec(host, name) if host is not None else None
     if spec is None:
         return json.dumps({"ok": False, "error": f"tool {name} is not granted to this agent"})
-    return host.HOST.tool_runner.call(spec, args, _current_run(), is_interrupted)
+    return host.call_tool(spec, args, run, is_interrupted)
 
 
 def install_tools(specs: Dict[str, Dict[str, Any]]) -> None:

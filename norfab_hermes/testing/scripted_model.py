@@ -13,7 +13,7 @@ How a reply is decided, first match wins:
 2. The last message is a tool result: the scenario step that follows the
    tool call, or ``FINAL: <tool results>`` when no scenario is running.
 3. A scenario rule whose ``match`` regex finds the last user message
-   (see :mod:`norfab_hermes.scenario`).
+   (see :mod:`norfab_hermes.testing.scenario`).
 4. Directives in the last line of the last user message, for tests (Hermes
    may merge an interrupted message into the next one, so only the newest
    line counts):
@@ -92,7 +92,7 @@ class Reply:
         sleep: float = 0.0,
         status: int = 200,
         hang: bool = False,
-    ):
+    ) -> None:
         self.content = content
         self.tool_calls = tool_calls or []
         self.sleep = sleep
@@ -103,7 +103,7 @@ class Reply:
 class ScriptedModel:
     """The model's decision logic, separate from HTTP so it is easy to reason about."""
 
-    def __init__(self, scenario: Optional[Scenario] = None, latency: float = 0.0):
+    def __init__(self, scenario: Optional[Scenario] = None, latency: float = 0.0) -> None:
         self.scenario = scenario
         self.latency = latency
         self.requests: List[dict] = []
@@ -332,7 +332,7 @@ class ScriptedModelServer(ThreadingHTTPServer):
         port: int = 0,
         model_ids: Optional[List[str]] = None,
         context_length: int = 131072,
-    ):
+    ) -> None:
         super().__init__((host, port), _Handler)
         self.model = model or ScriptedModel()
         self.model_ids = model_ids or ["scripted-model"]

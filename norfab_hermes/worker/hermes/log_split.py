@@ -22,7 +22,8 @@ from importlib.metadata import distribution
 from pathlib import Path
 from typing import Callable, Iterable, List
 
-from .redact import scrub
+from ...redact import scrub
+from . import compat
 
 # loggers Hermes uses outside its own packages: directory plugins and its
 # model SDK
@@ -39,7 +40,7 @@ def hermes_logger_names() -> List[str]:
 class ScrubbingFormatter(logging.Formatter):
     """Formats with Hermes' own formatter, then masks secrets (tracebacks included)."""
 
-    def __init__(self, inner: logging.Formatter, secrets: Secrets):
+    def __init__(self, inner: logging.Formatter, secrets: Secrets) -> None:
         super().__init__()
         self.inner = inner
         self.secrets = secrets
@@ -51,7 +52,7 @@ class ScrubbingFormatter(logging.Formatter):
 class ScrubbingConsole(io.TextIOBase):
     """A line-buffered text file that masks secrets in everything written to it."""
 
-    def __init__(self, path: Path, secrets: Secrets):
+    def __init__(self, path: Path, secrets: Secrets) -> None:
         self.file = open(path, "a", buffering=1, encoding="utf-8")
         self.secrets = secrets
 
@@ -76,7 +77,7 @@ def split_logs(hermes_home: Path, secrets: Secrets) -> None:
 
     hermes_logging.setup_logging(hermes_home=hermes_home, mode="gateway")
     root = logging.getLogger()
-    queue_handlers = [h for h in root.handlers if getattr(h, "_hermes_queue", False)]
+    queue_handlers = [h for h in root.handlers if compat.is_hermes_queue_handler(h)]
     for handler in queue_handlers:
         root.removeHandler(handler)
     for name in hermes_logger_names():

@@ -14,7 +14,6 @@ import re
 import select
 import signal
 import sys
-import termios
 import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, List, Optional
@@ -25,8 +24,8 @@ from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
-from .models import InvokeResultData
-from .routing import SERVICE, Router, RoutingError, Target, job_timeout
+from ..models import InvokeResultData
+from ..routing import SERVICE, Router, RoutingError, Target, invoke_job_timeout
 
 POLL = 0.1  # seconds between checks for a Ctrl+C key while a job runs
 CTRL_C = b"\x03"
@@ -51,21 +50,25 @@ class CtrlC:
             self.handler = signal.getsignal(signal.SIGINT)
             signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
+            import termios  # POSIX terminals only; elsewhere Ctrl+C stays a signal
+
+            self.termios: Any = termios
             self.fd: Optional[int] = sys.stdin.fileno() if sys.stdin and sys.stdin.isatty() else None
-        except (AttributeError, OSError, ValueError):  # stdin replaced, e.g. under pytest
+        except (ImportError, AttributeError, OSError, ValueError):  # no termios, or stdin replaced (pytest)
             self.fd = None
         if self.fd is not None:
-            self.saved = termios.tcgetattr(self.fd)
+            self.saved = self.termios.tcgetattr(self.fd)
             self._mode(keys=True)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         if self.fd is not None:
-            termios.tcsetattr(self.fd, termios.TCSANOW, self.saved)
+            self.termios.tcsetattr(self.fd, self.termios.TCSANOW, self.saved)
         if self.handler is not None:
             signal.signal(signal.SIGINT, self.handler)
 
     def _mode(self, keys: bool) -> None:
+        termios = self.termios
         attrs = list(self.saved)
         attrs[3] = (attrs[3] & ~(termios.ICANON | termios.ECHO)) if keys else (attrs[3] | termios.ICANON | termios.ECHO)
         attrs[3] &= ~termios.ISIG
@@ -119,7 +122,7 @@ def run_turn(
         kwargs["timeout"] = timeout
     with CtrlC() as ctrl_c:
         future = router.client.submit_job(
-            SERVICE, "invoke", kwargs=kwargs, workers=target.worker, timeout=job_timeout(timeout)
+            SERVICE, "invoke", kwargs=kwargs, workers=target.worker, timeout=invoke_job_timeout(timeout)
         )
         run_id, interrupting, question = None, False, None
         while True:
@@ -161,7 +164,7 @@ def run_turn(
                     console.print(
                         Text("interrupting as soon as the run starts (Ctrl+C again stops waiting)", style="yellow")
                     )
-        reply = future.result(timeout=job_timeout(timeout))
+        reply = future.result(timeout=invoke_job_timeout(timeout))
     if not reply or target.worker not in reply:
         job = router.client.job_db.get_job(future.uuid) or {}
         errors = "; ".join(job.get("errors") or []) or "no result"
@@ -174,11 +177,10 @@ def _interrupt(router: Router, target: Target, run_id: str, console: Console) ->
         Text(f"interrupting run {run_id} on worker '{target.worker}' (Ctrl+C again stops waiting)", style="yellow")
     )
     try:
-        res = router.call("interrupt", [target.worker], {"agent": target.agent, "run_id": run_id})
+        answer = router.one("interrupt", target, {"run_id": run_id})
     except RoutingError as error:
         console.print(Text(str(error), style="red"))
         return
-    answer = res.get(target.worker) or {}
     if answer.get("failed"):
         console.print(Text("; ".join(answer.get("errors") or ["interrupt failed"]), style="red"))
 

@@ -17,6 +17,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 HERMES_VERSION = "0.19.0"
 PLATFORM = "norfab"
+USER_ID = "norfab"  # the gateway user every NorFab request comes from; NorFab authenticates callers
 
 
 def import_hermes() -> None:
@@ -106,7 +107,7 @@ def platform() -> Any:
     return Platform(PLATFORM)
 
 
-def make_runner(config: Any) -> Any:
+def make_runner() -> Any:
     """A GatewayRunner that also keeps the raw result of each agent turn.
 
     The gateway turns an agent run into reply text; NorFab callers also need
@@ -114,6 +115,7 @@ def make_runner(config: Any) -> Any:
     result holds. Nested follow-up turns finish first, so the outermost result
     is the one left in ``turn_results``.
     """
+    from gateway.config import load_gateway_config
     from gateway.run import GatewayRunner
 
     class NorfabGatewayRunner(GatewayRunner):
@@ -124,14 +126,62 @@ def make_runner(config: Any) -> Any:
                 self.turn_results[key] = result
             return result
 
-    runner = NorfabGatewayRunner(config)
+    runner = NorfabGatewayRunner(load_gateway_config())
     runner.turn_results = {}
     return runner
+
+
+def take_turn_result(runner: Any, session_key: str) -> Dict[str, Any]:
+    """The raw ``run_conversation`` result of the session's last turn, removed from the runner."""
+    return runner.turn_results.pop(session_key, None) or {}
 
 
 def profile_adapter(runner: Any, profile: str) -> Optional[Any]:
     """The NorFab adapter instance serving ``profile`` (multiplexed profiles)."""
     return (runner._profile_adapters.get(profile) or {}).get(platform())
+
+
+def message_source(chat_id: str, profile: str) -> Any:
+    """Where a NorFab request comes from, as the gateway sees it: a DM chat of the NorFab user."""
+    from gateway.session import SessionSource
+
+    return SessionSource(
+        platform=platform(),
+        chat_id=chat_id,
+        chat_name=chat_id,
+        chat_type="dm",
+        user_id=USER_ID,
+        user_name=USER_ID,
+        profile=profile,
+    )
+
+
+def session_key(chat_id: str, profile: str) -> str:
+    """The gateway's session key for a NorFab chat of ``profile``."""
+    from gateway.session import build_session_key
+
+    return build_session_key(message_source(chat_id, profile), profile=profile)
+
+
+def chat_session(runner: Any, key: str) -> Optional[str]:
+    """The session id a gateway chat is on now."""
+    return runner.session_store.peek_session_id(key)
+
+
+def bind_chat(runner: Any, key: str, session_id: str) -> None:
+    """Point a gateway chat at an existing session, so its next turn continues it."""
+    if runner.session_store.peek_session_id(key) != session_id:
+        runner.session_store.switch_session(key, session_id)
+
+
+def chat_is_busy(adapter: Any, session_key: str) -> bool:
+    """Whether the adapter's chat has a turn in progress (the gateway then answers commands inline)."""
+    return session_key in adapter._active_sessions
+
+
+def is_hermes_queue_handler(handler: Any) -> bool:
+    """Whether ``handler`` is the queue handler Hermes' logging setup put on the root logger."""
+    return bool(getattr(handler, "_hermes_queue", False))
 
 
 def running_agent(runner: Any, session_key: str) -> Optional[Any]:

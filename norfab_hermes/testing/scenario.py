@@ -73,7 +73,7 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 class Scenario:
-    def __init__(self, rules: List[dict]):
+    def __init__(self, rules: List[dict]) -> None:
         if not isinstance(rules, list) or not rules:
             raise ValueError("scenario needs a non-empty 'rules' list")
         self.rules = []

@@ -1,0 +1,96 @@
+"""
+Renderings of hermes results for the ``nf#`` shell: tables of agents,
+workers and sessions, and one session's conversation.
+"""
+
+from typing import Dict, List, Optional
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from ..models import AgentSummary, SessionDetails, SessionSummary, WorkerStatus
+from ..routing import Target
+from .live import error_text, markdown, table
+
+TOOL_OUTPUT_CHARS = 2000  # tool messages shown in 'hermes session' are cut here
+
+
+def failed(res: dict) -> Optional[Text]:
+    if res.get("failed") or res.get("result") is None:
+        return error_text(res.get("errors") or [f"no result: {res.get('status')}"])
+    return None
+
+
+# ------------------------------------------------------------------- views
+
+
+def agents_view(replies: Dict[str, dict]) -> RenderableType:
+    rows = []
+    for worker, res in sorted(replies.items()):
+        problem = failed(res)
+        if problem:
+            rows.append([worker, "", "no", "", "", problem])
+            continue
+        for agent in (AgentSummary.model_validate(a) for a in res["result"]):
+            state = "yes" if agent.available else Text(f"no: {agent.error or 'unavailable'}", style="red")
+            rows.append([worker, agent.name, state, agent.model, agent.provider, agent.description])
+    return table("hermes agents", ["worker", "agent", "available", "model", "provider", "description"], rows)
+
+
+def status_view(replies: Dict[str, dict]) -> RenderableType:
+    workers, runs = [], []
+    for worker, res in sorted(replies.items()):
+        problem = failed(res)
+        if problem:
+            workers.append([worker, Text("no", style="red"), "", "", "", problem])
+            continue
+        status = WorkerStatus.model_validate(res["result"])
+        agents = ", ".join(name if ok else f"{name} (unavailable)" for name, ok in sorted(status.agents.items()))
+        ready = Text("yes") if status.ready else Text("no", style="red")
+        slots = f"{len(status.active_runs)}/{status.max_concurrent_runs}"
+        workers.append([worker, ready, agents, slots, status.threads, "; ".join(status.errors)])
+        runs.extend([worker, run.run_id, run.agent, run.session_id, run.started] for run in status.active_runs)
+    views = [table("hermes workers", ["worker", "ready", "agents", "runs", "threads", "errors"], workers)]
+    if runs:
+        views.append(table("active runs", ["worker", "run", "agent", "session", "started"], runs))
+    return Group(*views)
+
+
+def sessions_view(target: Target, sessions: List[dict]) -> RenderableType:
+    rows = []
+    for session in (SessionSummary.model_validate(s) for s in sessions):
+        rows.append(
+            [session.session_id, session.title, session.source, session.last_active, session.message_count, session.preview]
+        )
+    return Group(
+        table(
+            f"sessions of agent '{target.agent}' on worker '{target.worker}'",
+            ["session", "title", "source", "last active", "messages", "preview"],
+            rows,
+        ),
+        Text(f"continue one with: hermes chat {target.agent} session SESSION workers {target.worker}", style="dim"),
+    )
+
+
+def session_view(data: dict) -> RenderableType:
+    session = SessionDetails.model_validate(data)
+    parts: List[RenderableType] = [
+        Text(
+            f"session {session.session_id} | agent {session.agent} | worker {session.worker} | "
+            f"title {session.title} | {session.message_count} messages | last active {session.last_active}",
+            style="bold",
+        )
+    ]
+    for message in session.messages:
+        parts.append(Text(f"\n{message.role} {message.timestamp or ''}", style="cyan"))
+        for call in message.tool_calls:
+            parts.append(Text(f"calls {call.get('name')} {call.get('arguments')}", style="dim"))
+        content = message.content or ""
+        if message.role == "tool":
+            cut = content[:TOOL_OUTPUT_CHARS]
+            parts.append(Text(cut + (" ... (cut)" if len(content) > len(cut) else ""), style="dim"))
+        elif message.role == "assistant":
+            parts.append(markdown(content))
+        elif content:
+            parts.append(Text(content))
+    return Group(*parts)

@@ -1,0 +1,64 @@
+"""
+The port through which Hermes-facing code (plugin hooks, tool handlers, the
+platform adapter) reaches the running host.
+
+Hermes loads the plugin and builds adapters itself, so they cannot be handed
+the host. The host binds itself here when its gateway starts and unbinds
+when it stops; a hook reads :func:`current` once and uses that value for the
+whole call, so a stop in between never leaves it half way between two hosts.
+Nothing here imports the host: the dependency points from host to port.
+"""
+
+import threading
+from typing import Any, Callable, Dict, List, Optional, Protocol
+
+
+class RunPort(Protocol):
+    """What hooks may do with a run in flight."""
+
+    session_key: str
+    interactive: bool
+    provider_errors: List[Dict[str, Any]]
+
+    def event(self, message: str, **kwargs: Any) -> None: ...
+
+    def record_tool_call(self, summary: Any) -> None: ...
+
+
+class HostPort(Protocol):
+    """What Hermes-facing code may ask of the host."""
+
+    def run_for_session_key(self, session_key: str) -> Optional[RunPort]: ...
+
+    def on_model_request(self, run: RunPort, api_call_count: int) -> None: ...
+
+    def tool_spec(self, agent: str, name: str) -> Optional[Any]: ...
+
+    def call_tool(self, spec: Any, arguments: Dict[str, Any], run: Optional[RunPort], interrupted: Callable[[], bool]) -> str: ...
+
+    def ask_operator(self, session_key: str, question: str, default: Any) -> Any: ...
+
+
+_host: Optional[HostPort] = None
+_lock = threading.Lock()
+
+
+def bind(host: HostPort) -> None:
+    """Make ``host`` the one Hermes-facing code reaches (one host per worker process)."""
+    global _host
+    with _lock:
+        if _host is not None and _host is not host:
+            raise RuntimeError("another hermes host is already running in this process")
+        _host = host
+
+
+def unbind(host: HostPort) -> None:
+    global _host
+    with _lock:
+        if _host is host:
+            _host = None
+
+
+def current() -> Optional[HostPort]:
+    """The running host, or None while none runs (starting, stopped)."""
+    return _host

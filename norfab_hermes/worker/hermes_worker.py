@@ -1,0 +1,124 @@
+"""
+The ``hermes`` NorFab worker: NorFab tasks over a :class:`HermesHost`.
+
+``HermesWorker`` is NorFab's worker plus one task mixin per area (runs,
+sessions, agents, service). Tasks are thin: NorFab validates the input,
+the task calls the host and wraps the answer in a ``Result``; nothing from
+Hermes appears in a result, results are this project's models.
+"""
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import yaml
+from norfab.core.worker import NFPWorker
+
+from ..errors import AgentUnavailable, InventoryError
+from ..models import AgentDefinition, AgentReference, parse_agent, parse_inventory
+from .agents_tasks import AgentTasks
+from .host import HermesHost
+from .runs_tasks import RunTasks
+from .service_tasks import ServiceTasks
+from .sessions_tasks import SessionTasks
+
+SERVICE = "hermes"
+CONTROL_JOB_SLOTS = 4  # NorFab job slots kept free for status, interrupt and get_* tasks
+FETCH_ATTEMPTS = 10  # nf:// fetches at start-up race the filesharing worker's READY
+
+log = logging.getLogger(__name__)
+
+
+class HermesWorker(NFPWorker, RunTasks, SessionTasks, AgentTasks, ServiceTasks):
+    """
+    NorFab worker hosting the Hermes Agent gateway and serving named agents.
+
+    Args:
+        inventory: NorFab inventory object.
+        broker: broker URL.
+        worker_name: name of this worker.
+        exit_event: set by NorFab when the worker must stop.
+        init_done_event: set when the worker finished initialising.
+        log_level: worker log level.
+    """
+
+    def __init__(
+        self,
+        inventory: Any,
+        broker: str,
+        worker_name: str,
+        exit_event: Any = None,
+        init_done_event: Any = None,
+        log_level: Optional[str] = None,
+    ) -> None:
+        super().__init__(inventory, broker, SERVICE, worker_name, exit_event, log_level)
+        self.init_done_event = init_done_event
+        self.hermes_inventory: Dict[str, Any] = {}
+        self.host: Optional[HermesHost] = None
+        self.init_errors: List[str] = []
+        started = time.time()
+        try:
+            self.hermes_inventory = self.load_inventory() or {}
+            self.host = self._make_host()
+            self.host.start()
+        except Exception as error:
+            # never raise from __init__: NorFab would wait for this worker forever
+            log.exception(f"{self.name} - Failed to start Hermes")
+            self.init_errors.append(str(error))
+        finally:
+            runs = self.host.inventory.max_concurrent_runs if self.host else 1
+            # queued runs hold job slots too; control tasks keep their own
+            self.max_concurrent_jobs = 2 * runs + CONTROL_JOB_SLOTS
+            threading.Thread(target=self._stop_on_exit, name="hermes-exit-watch", daemon=True).start()
+            self.init_done_event.set()
+        log.info(f"{self.name} - Started in {time.time() - started:.1f}s")
+
+    def _make_host(self) -> HermesHost:
+        inventory = parse_inventory(self.hermes_inventory)
+        agents: Dict[str, AgentDefinition] = {}
+        errors: Dict[str, str] = {}
+        for name, data in inventory.agents.items():
+            try:
+                entry = parse_agent(name, data)
+                agents[name] = self._load_reference(name, entry) if isinstance(entry, AgentReference) else entry
+            except InventoryError as error:
+                log.error(f"{self.name} - Agent '{name}' is unavailable: {error}")
+                errors[name] = str(error)
+        root = Path(inventory.hermes_home or os.path.join(self.base_dir, "hermes"))
+        return HermesHost(self.name, root, inventory, agents, errors, client=self.client)
+
+    def _load_reference(self, name: str, reference: AgentReference) -> AgentDefinition:
+        url = reference.from_yaml_file
+        for _ in range(FETCH_ATTEMPTS):
+            text = self.fetch_file(url, raise_on_fail=False, read=True)
+            if text is not None:
+                break
+            time.sleep(1)
+        else:
+            raise InventoryError(f"agent '{name}': could not fetch '{url}'; check the path under the NorFab base directory")
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise InventoryError(f"agent '{name}': '{url}' is not valid YAML: {error}") from None
+        if isinstance(data, dict) and "from_yaml_file" in data:
+            raise InventoryError(f"agent '{name}': '{url}' refers to another file; put the definition itself there")
+        return parse_agent(name, data)
+
+    def _stop_on_exit(self) -> None:
+        # NorFab waits for running jobs before it calls worker_exit(); a turn
+        # in flight would hold shutdown, so stop the host as soon as exit starts
+        self.exit_event.wait()
+        self.worker_exit()
+
+    def worker_exit(self) -> None:
+        if self.host is not None:
+            self.host.stop()
+
+    def running_host(self) -> HermesHost:
+        """The host, for tasks that need Hermes running."""
+        if self.host is None:
+            raise AgentUnavailable(f"worker '{self.name}' failed to start: {'; '.join(self.init_errors)}")
+        return self.host

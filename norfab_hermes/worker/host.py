@@ -1,0 +1,216 @@
+"""
+The host: one worker's Hermes, wired from small owners.
+
+``HermesHost`` is what the NorFab tasks call and what the Hermes plugin and
+adapter reach through the port (``hermes.port``). It owns no state of its
+own beyond the wiring: the runtime (Hermes, gateway, loop thread), the agent
+catalog (definitions, profiles, secrets), the tool box and tool runner, the
+run registry and the session queries each keep theirs.
+"""
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+from ..errors import AgentUnavailable, InvalidRequest
+from ..models import (
+    AgentDefinition,
+    CommandResultData,
+    HermesInventory,
+    InterruptResultData,
+    InvokeResultData,
+    SessionDetails,
+    SessionSummary,
+    StopReason,
+)
+from . import commands, turns
+from .agents import AgentCatalog
+from .hermes import compat, plugin, port
+from .runs import Run, RunRegistry
+from .runtime import HermesRuntime
+from .sessions import Sessions
+from .tool_runner import ToolRunner
+from .tool_specs import ToolBox, ToolSpec
+
+log = logging.getLogger(__name__)
+
+JOB_TIMEOUT_MARGIN = 3.0  # seconds between the end of a run budget and the NorFab job timeout
+CUT_BY_RESTART = (
+    "[This turn was cut short: the hermes worker stopped before it finished, and it was not resumed. "
+    "The request above was not completed; answer the next message for itself.]"
+)
+
+
+class HermesHost:
+    """
+    Hermes inside one hermes worker, serving its agents.
+
+    Args:
+        worker_name: the NorFab worker name.
+        root: the instance root (``HERMES_HOME``).
+        inventory: the worker's validated inventory.
+        agents: valid agent definitions by name.
+        errors: agent name to why it is unavailable.
+        client: the worker's NFPClient, through which NorFab tools run.
+    """
+
+    def __init__(
+        self,
+        worker_name: str,
+        root: Path,
+        inventory: HermesInventory,
+        agents: Dict[str, AgentDefinition],
+        errors: Dict[str, str],
+        client: Any = None,
+    ) -> None:
+        self.worker_name = worker_name
+        self.inventory = inventory
+        self.stopping = threading.Event()
+        self.catalog = AgentCatalog(worker_name, root, inventory, agents, errors)
+        self.runtime = HermesRuntime(worker_name, root, self.catalog.secrets)
+        self.runs = RunRegistry(worker_name, root, inventory.max_concurrent_runs)
+        self.sessions = Sessions(worker_name, self.runtime)
+        self.tools = ToolBox(client)
+        self.tool_runner = ToolRunner(
+            client,
+            inventory.tool_result_max_chars,
+            inventory.tool_concurrency_per_worker,
+            secrets=self.catalog.secrets,
+            ask=self.runs.ask_operator,
+        )
+
+    @property
+    def root(self) -> Path:
+        return self.runtime.root
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Prepare the instance root, import Hermes, render the agents' profiles, start the gateway."""
+        self.runtime.prepare(self.catalog.max_turns_ceiling())
+        compat.serve_profile_secrets(self.catalog.secrets_for)
+        self.catalog.sync_profiles()
+        self.tools.load(self.catalog.agents)
+        plugin.install_tools(self.tools.specs)
+        port.bind(self)
+        self.runtime.start_gateway(self.inventory.max_concurrent_runs, self._settle_cut_turns)
+        for name in self.catalog.agents:
+            if compat.profile_adapter(self.runtime.runner, name) is None:
+                self.catalog.errors.setdefault(name, f"agent '{name}': Hermes did not start its NorFab adapter")
+        log.info(f"{self.worker_name} - Hermes gateway serving agents {sorted(self.catalog.available())}")
+
+    def _settle_cut_turns(self, runner: Any) -> None:
+        # before the gateway starts: it would otherwise run cut turns again on its own
+        cut = compat.settle_cut_turns(runner, self.root, self.runs.cut_by_last_stop(), CUT_BY_RESTART)
+        if cut:
+            log.warning(f"{self.worker_name} - Turns cut by the last shutdown, recorded and not resumed: sessions {cut}")
+        self.runs.reset_ledger()
+
+    def stop(self) -> None:
+        """Interrupt every run, stop the gateway and its loop; safe to call twice."""
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        self.runs.stop_all("worker shutting down", turns.GRACE, turns.POLL)
+        self.runtime.stop()
+        port.unbind(self)
+        log.info(f"{self.worker_name} - Hermes gateway stopped")
+
+    # ---------------------------------------------------------------- state
+
+    def require(self, agent: str) -> AgentDefinition:
+        definition = self.catalog.require(agent)
+        if self.stopping.is_set():
+            raise AgentUnavailable(f"worker '{self.worker_name}' is shutting down")
+        return definition
+
+    def availability(self) -> Dict[str, bool]:
+        up = not self.stopping.is_set()
+        return {name: up and available for name, available in self.catalog.availability().items()}
+
+    def problems(self) -> List[str]:
+        """Why the worker or some of its agents are not ready."""
+        return self.runtime.warnings + self.catalog.warnings + list(self.catalog.errors.values()) + self.tools.errors()
+
+    # ----------------------------------------------------------------- runs
+
+    def invoke(
+        self,
+        agent: str,
+        instructions: str,
+        session_id: Optional[str],
+        timeout: Optional[float],
+        job: Any,
+        interactive: bool = False,
+    ) -> InvokeResultData:
+        definition = self.require(agent)
+        if self.tools.retry_unavailable():
+            plugin.install_tools(self.tools.specs)
+        if instructions.lstrip().startswith("/"):
+            raise InvalidRequest(
+                f"instructions: '{instructions.split()[0]}' looks like a slash command; use the command task for commands"
+            )
+        budget = min(timeout or definition.run_timeout, definition.run_timeout)
+        job_timeout = getattr(job, "timeout", None)
+        if job_timeout:
+            # the run must end before the caller stops waiting for the job
+            budget = min(budget, max(1.0, job_timeout - JOB_TIMEOUT_MARGIN))
+        chat_id = self.sessions.chat_for(agent, session_id)
+        run = Run(agent, chat_id, compat.session_key(chat_id, agent), budget, self.catalog.max_turns(definition), job, interactive)
+        run.session_id = session_id
+        with self.runs.slot(run), self.runs.chat_turn(run), self.runs.registered(run):
+            run.event(
+                f"run {run.run_id} started on agent '{agent}'",
+                extras={
+                    "run_id": run.run_id,
+                    "agent": agent,
+                    "session_id": session_id,
+                    "worker": self.worker_name,
+                    "job_uuid": run.job_uuid,
+                },
+            )
+            turn = turns.wait(self.runtime, run, instructions, self.stopping)
+            result = turns.envelope(self.runtime, run, turn, self.worker_name, self.catalog.secrets())
+            if result.stop_reason != StopReason.completed.value and turn is not None:
+                note = f"[This turn ended without an answer ({result.stop_reason}: {run.stop_message or 'see the run warnings'}).]"
+                compat.close_unanswered_turn(self.runtime.runner, result.session_id, note)
+        run.event(f"run {run.run_id} {result.stop_reason}", extras={"run_id": run.run_id, "session_id": result.session_id})
+        return result
+
+    def interrupt(self, agent: str, run_id: str) -> InterruptResultData:
+        return self.runs.interrupt(agent, run_id)
+
+    # ------------------------------------------------------------- sessions
+
+    def get_sessions(self, agent: str, limit: int) -> List[SessionSummary]:
+        self.require(agent)
+        return self.sessions.list(agent, limit)
+
+    def get_session(self, agent: str, session_id: str, limit: int) -> SessionDetails:
+        self.require(agent)
+        return self.sessions.get(agent, session_id, limit)
+
+    def command(self, agent: str, command: str, session_id: Optional[str]) -> CommandResultData:
+        self.require(agent)
+        return commands.run_command(self.runtime, self.sessions, self.worker_name, agent, command, session_id)
+
+    # ------------------------------------------------- the port, for Hermes
+
+    def run_for_session_key(self, session_key: str) -> Optional[Run]:
+        return self.runs.for_session_key(session_key)
+
+    def on_model_request(self, run: Run, api_call_count: int) -> None:
+        agent = compat.running_agent(self.runtime.runner, run.session_key)
+        if agent is not None:
+            compat.tune(agent)
+        self.runs.on_model_request(run, api_call_count)
+
+    def tool_spec(self, agent: str, name: str) -> Optional[ToolSpec]:
+        return self.tools.get(agent, name)
+
+    def call_tool(self, spec: ToolSpec, arguments: Dict[str, Any], run: Optional[Run], interrupted: Callable[[], bool]) -> str:
+        return self.tool_runner.call(spec, arguments, run, interrupted)
+
+    def ask_operator(self, session_key: str, question: str, default: Any) -> Any:
+        return self.runs.ask_operator(session_key, question, default)

@@ -1,0 +1,64 @@
+"""
+``HermesTask``: NorFab's ``@Task`` with clean answers.
+
+NorFab validates a task's input in the task's wrapper and turns any
+exception into a failed Result whose errors hold the Python traceback, so a
+caller who misspells an argument reads pydantic's long text and a
+traceback. This subclass puts one more wrapper around NorFab's:
+
+* invalid input and caller errors (``errors.HermesError``) become a failed
+  Result with one line that names the field and the fix;
+* anything else is a bug: logged here with its traceback, reported to the
+  caller as an internal error of the worker, without the traceback.
+"""
+
+import functools
+import logging
+from typing import Any, Callable, Dict, List
+
+from norfab.core.worker import NORFAB_WORKER_TASKS, Task
+from norfab.models import Result
+from pydantic import ValidationError
+
+from ..errors import HermesError
+from ..models import describe_validation_error
+
+log = logging.getLogger(__name__)
+
+INJECTED = ("job", "progress")  # NorFab passes these; they are no caller input
+
+
+def failed(message: str) -> Result:
+    return Result(failed=True, errors=[message], messages=[message])
+
+
+class HermesTask(Task):
+    """``@Task`` for hermes workers: same arguments, clean failed Results."""
+
+    def __call__(self, function: Callable) -> Callable:
+        norfab_wrapper = super().__call__(function)
+        name = function.__name__
+
+        @functools.wraps(function)
+        def answering(*args: Any, **kwargs: Any) -> Result:
+            try:
+                return norfab_wrapper(*args, **kwargs)
+            except ValidationError as error:
+                return failed(describe_validation_error(error, name, unknown="argument"))
+            except HermesError as error:
+                return failed(str(error))
+            except Exception as error:
+                worker = getattr(args[0], "name", "hermes") if args else "hermes"
+                log.exception(f"{worker} - Internal error in task '{name}'")
+                return failed(
+                    f"internal error in hermes worker '{worker}' running {name} ({type(error).__name__}); "
+                    "the worker log has the details"
+                )
+
+        NORFAB_WORKER_TASKS.update(self.make_task_schema(answering))
+        return answering
+
+    def validate_input(self, args: List, kwargs: Dict) -> None:
+        # NorFab's own arguments are not the caller's; everything else must be declared
+        merged = self.merge_args_to_kwargs(args, kwargs)
+        self.input(**{k: v for k, v in merged.items() if k not in INJECTED})
