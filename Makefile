@@ -8,7 +8,7 @@ endif
 export UV_COMPILE_BYTECODE := 1
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: env test demo shell docs bench clean
+.PHONY: env test test-hard lint demo shell docs bench clean
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -22,6 +22,13 @@ env: .venv/.synced
 
 test: env
 	$(RUN) pytest -q
+
+# the adversarial cases alone (they also run in make test)
+test-hard: env
+	$(RUN) pytest -q -m hardening
+
+lint: env
+	$(RUN) ruff check .
 
 clean:
 	rm -rf .venv .tools site benchmarks/results
