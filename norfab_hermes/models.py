@@ -173,6 +173,12 @@ class AgentDefinition(StrictModel):
     toolsets: List[StrictStr] = Field([], description="Hermes toolsets enabled for the agent, e.g. norfab")
     tools: Dict[StrictStr, ToolDefinition] = Field({}, description="NorFab tools by tool name")
     run_timeout: PositiveFloat = Field(DEFAULT_RUN_TIMEOUT, description="Wall-clock budget of one run, seconds")
+    max_tool_calls: Union[None, PositiveInt] = Field(
+        None, description="NorFab tool calls per run; defaults to the worker's max_tool_calls"
+    )
+    max_targets: Union[None, PositiveInt] = Field(
+        None, description="Distinct devices a run may touch through nornir tools; defaults to the worker's max_targets"
+    )
 
     @field_validator("hermes")
     @classmethod
@@ -228,6 +234,13 @@ class HermesInventory(StrictModel):
     )
     tool_concurrency_per_worker: PositiveInt = Field(
         1, description="Tool calls in flight at once to one target worker"
+    )
+    max_tool_calls: PositiveInt = Field(30, description="NorFab tool calls per run for agents that do not set it")
+    max_targets: PositiveInt = Field(
+        20, description="Distinct devices a run may touch through nornir tools, for agents that do not set it"
+    )
+    max_repeated_calls: PositiveInt = Field(
+        3, description="The same tool call with the same arguments this many times in one run stops the run"
     )
 
     @field_validator("service")
@@ -299,6 +312,8 @@ class StopReason(str, Enum):
     run_timeout = "run_timeout"
     max_turns = "max_turns"
     provider_error = "provider_error"
+    tool_budget = "tool_budget"
+    repeated_call = "repeated_call"
     failed = "failed"
 
 

@@ -3,6 +3,7 @@ Shared fixtures: a real NorFab (broker, workers) built in a temporary
 directory, and the package's scripted model. Only the model is scripted.
 """
 
+import json
 import sqlite3
 import zlib
 from pathlib import Path
@@ -123,3 +124,18 @@ def find_secrets(root: Path, secrets: List[str], skip: Tuple[str, ...] = ()) -> 
                             texts.append(cell if isinstance(cell, bytes) else str(cell).encode())
         found += [f"{path.relative_to(root)}: {s}" for s in secrets if any(s.encode() in t for t in texts)]
     return found
+
+
+def network_jobs(base: Path, worker: str = "nornir-worker-1") -> List[Tuple[str, dict]]:
+    """(task, kwargs) of every job a network worker received, from its own job store."""
+    with sqlite3.connect(base / f"__norfab__/files/worker/{worker}/{worker}.db") as db:
+        rows = db.execute("SELECT task, kwargs FROM jobs ORDER BY received_timestamp").fetchall()
+
+    def load(blob: bytes) -> dict:
+        try:
+            return json.loads(zlib.decompress(blob))
+        except zlib.error:
+            return json.loads(blob)
+
+    # the store keeps the job's arguments as {"kwargs": {...task arguments}}
+    return [(task, (load(kwargs) if kwargs else {}).get("kwargs") or {}) for task, kwargs in rows]

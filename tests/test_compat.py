@@ -57,6 +57,26 @@ def test_pinned_version():
         "and 'self._active_sessions' in inspect.getsource(B.__init__) and 'send_exec_approval' in inspect.getsource(g))",
         "from tools.clarify_gateway import resolve_gateway_clarify; from tools.approval import resolve_gateway_approval; out.append(True)",
         "from gateway.session import SessionStore; out.append(all(hasattr(SessionStore, m) for m in ('switch_session', 'peek_session_id')))",
+        # cut turns: the clean-shutdown marker stops the resume marking; pending flags can be cleared
+        "import inspect, gateway.run as g; src = inspect.getsource(g.GatewayRunner.start); "
+        "out.append('.clean_shutdown' in src and 'suspend_recently_active' in src and '_schedule_resume_pending_sessions' in src)",
+        "from gateway.session import SessionStore as S; "
+        "out.append(all(hasattr(S, m) for m in ('clear_resume_pending', 'list_sessions', 'append_to_transcript')))",
+        # provider keys served from memory; request dumps switched off; provider errors reported to plugins
+        "import inspect, agent.secret_scope as s, cron.scheduler as c; "
+        "out.append(callable(s.build_profile_secret_scope) and 'build_profile_secret_scope' in inspect.getsource(c))",
+        "import run_agent; out.append(callable(run_agent.AIAgent._dump_api_request_debug))",
+        "from hermes_cli.plugins import VALID_HOOKS; out.append('api_request_error' in VALID_HOOKS)",
+        # per-profile iteration budgets: the gateway reads the budget through one module function
+        "import inspect, gateway.run as g; out.append(callable(g._current_max_iterations) "
+        "and 'max_iterations = _current_max_iterations()' in inspect.getsource(g.GatewayRunner._run_agent_inner))",
+        # interrupt aborts the request's sockets through _iter_pool_sockets; clients send through mounts
+        "import inspect, run_agent, agent.agent_runtime_helpers as h; "
+        "out.append('_iter_pool_sockets(client)' in inspect.getsource(h.force_close_tcp_sockets) "
+        "and 'mounts=' in inspect.getsource(run_agent.AIAgent._build_keepalive_http_client))",
+        # the log split finds Hermes' queue handler by its marker
+        "import logging, hermes_logging; hermes_logging.setup_logging(mode='gateway'); "
+        "out.append(any(getattr(h, '_hermes_queue', False) for h in logging.getLogger().handlers))",
     ],
 )
 def test_hermes_internals_used_by_compat(tmp_path, check):
@@ -75,3 +95,16 @@ def test_shutdown_watchdog_is_disarmed(tmp_path):
         """,
     )
     assert out == "alive"
+
+
+def test_a_provider_key_reaches_the_secret_scope_from_memory(tmp_path):
+    out = in_fresh_hermes(
+        tmp_path,
+        """
+        from pathlib import Path
+        import agent.secret_scope as s
+        compat.serve_profile_secrets(lambda home: {"NF_KEY": "from-memory"})
+        out.append(s.build_profile_secret_scope(Path(os.environ["HERMES_HOME"]))["NF_KEY"])
+        """,
+    )
+    assert out == "from-memory"

@@ -5,13 +5,10 @@ every door is tried, and the network worker is checked for the side effect
 """
 
 import json
-import sqlite3
 import uuid
-import zlib
-from pathlib import Path
 
 import pytest
-from conftest import hermes_worker, network, norfab, run
+from conftest import hermes_worker, network, network_jobs, norfab, run
 
 pytestmark = pytest.mark.hardening
 
@@ -48,21 +45,6 @@ def lab(model, tmp_path_factory):
     workers[WORKER] = {**hermes_worker(model.base_url, AGENTS), "depends_on": ["nornir-worker-1"]}
     with norfab(base, workers, files) as nf:
         yield nf, base
-
-
-def network_jobs(base: Path) -> list:
-    """(task, kwargs) of every job the nornir worker received."""
-    db = base / "__norfab__/files/worker/nornir-worker-1/nornir-worker-1.db"
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT task, kwargs FROM jobs").fetchall()
-
-    def load(blob):
-        try:
-            return json.loads(zlib.decompress(blob))
-        except zlib.error:
-            return json.loads(blob)
-
-    return [(task, load(kwargs) if kwargs else {}) for task, kwargs in rows]
 
 
 def attempt(nf, model, call):

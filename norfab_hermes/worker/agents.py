@@ -10,7 +10,7 @@ memory and are handed to Hermes through its secret scope, never written.
 
 import os
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import yaml
 
@@ -53,6 +53,12 @@ class AgentCatalog:
 
     def max_turns(self, definition: AgentDefinition) -> int:
         return int((definition.hermes.get("agent") or {}).get("max_turns") or self.inventory.max_turns)
+
+    def iterations(self, agent: str) -> Optional[int]:
+        """Hermes' tool-loop budget for the agent: its model calls less the closing summary call,
+        which Hermes makes when the loop budget runs out, so a run makes at most max_turns calls."""
+        definition = self.agents.get(agent)
+        return max(1, self.max_turns(definition) - 1) if definition else None
 
     def max_turns_ceiling(self) -> int:
         """One more than any agent's budget: Hermes reads one iteration limit for all profiles,

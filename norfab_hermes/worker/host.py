@@ -27,7 +27,7 @@ from ..models import (
 from . import commands, turns
 from .agents import AgentCatalog
 from .hermes import compat, plugin, port
-from .runs import Run, RunRegistry
+from .runs import Run, RunRegistry, ToolBudget
 from .runtime import HermesRuntime
 from .sessions import Sessions
 from .tool_runner import ToolRunner
@@ -90,6 +90,7 @@ class HermesHost:
         """Prepare the instance root, import Hermes, render the agents' profiles, start the gateway."""
         self.runtime.prepare(self.catalog.max_turns_ceiling())
         compat.serve_profile_secrets(self.catalog.secrets_for)
+        compat.per_profile_iterations(self.catalog.iterations)
         self.catalog.sync_profiles()
         self.tools.load(self.catalog.agents)
         plugin.install_tools(self.tools.specs)
@@ -157,7 +158,13 @@ class HermesHost:
             # the run must end before the caller stops waiting for the job
             budget = min(budget, max(1.0, job_timeout - JOB_TIMEOUT_MARGIN))
         chat_id = self.sessions.chat_for(agent, session_id)
-        run = Run(agent, chat_id, compat.session_key(chat_id, agent), budget, self.catalog.max_turns(definition), job, interactive)
+        tool_budget = ToolBudget(
+            max_calls=definition.max_tool_calls or self.inventory.max_tool_calls,
+            max_targets=definition.max_targets or self.inventory.max_targets,
+            max_repeats=self.inventory.max_repeated_calls,
+        )
+        key = compat.session_key(chat_id, agent)
+        run = Run(agent, chat_id, key, budget, self.catalog.max_turns(definition), job, interactive, tool_budget)
         run.session_id = session_id
         with self.runs.slot(run), self.runs.chat_turn(run), self.runs.registered(run):
             run.event(

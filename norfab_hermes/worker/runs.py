@@ -13,9 +13,11 @@ import logging
 import threading
 import time
 import uuid
+from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 from ..errors import Busy, UnknownRun
 from ..models import ActiveRun, InterruptResultData, StopReason, ToolCallSummary
@@ -26,6 +28,15 @@ log = logging.getLogger(__name__)
 FINISHED_RUNS_KEPT = 200
 ASK_TIMEOUT = 300.0  # longest wait for an operator's answer, within the run budget
 IN_FLIGHT_FILE = "norfab_runs_in_flight.json"
+
+
+@dataclass(frozen=True)
+class ToolBudget:
+    """What one run may do through NorFab tools."""
+
+    max_calls: int
+    max_targets: int  # distinct devices touched through nornir tools
+    max_repeats: int  # the same call with the same arguments
 
 
 class Run:
@@ -40,6 +51,7 @@ class Run:
         max_turns: int,
         job: Any,
         interactive: bool = False,
+        tool_budget: ToolBudget = ToolBudget(30, 20, 3),
     ) -> None:
         self.run_id = uuid.uuid4().hex[:12]
         self.agent = agent
@@ -58,6 +70,9 @@ class Run:
         self.provider_errors: List[Dict[str, Any]] = []  # failed model requests, as Hermes reported them
         self.tool_calls: List[ToolCallSummary] = []
         self.warnings: List[str] = []
+        self.tool_budget = tool_budget
+        self._calls: Counter = Counter()  # (tool, arguments digest) -> times called
+        self.targets: Set[str] = set()
 
     def event(self, message: str, **kwargs: Any) -> None:
         try:
@@ -75,6 +90,43 @@ class Run:
 
     def record_tool_call(self, summary: ToolCallSummary) -> None:
         self.tool_calls.append(summary)
+
+    def admit_tool_call(self, tool: str, digest: str) -> Optional[str]:
+        """Count a NorFab tool call; why it must not be made when it breaks the run's budget.
+
+        A refused call stops the run: a model that loops or fans out keeps
+        doing so, and every further call would reach the network.
+        """
+        if self.stop_reason is not None:
+            return f"the run is stopping ({self.stop_message})"
+        self._calls[(tool, digest)] += 1
+        repeats, calls = self._calls[(tool, digest)], sum(self._calls.values())
+        if repeats >= self.tool_budget.max_repeats:
+            return self._over_budget(
+                StopReason.repeated_call,
+                f"{tool} was called {repeats} times with the same arguments; the run stops instead of looping",
+            )
+        if calls > self.tool_budget.max_calls:
+            return self._over_budget(
+                StopReason.tool_budget, f"the run's budget of {self.tool_budget.max_calls} tool calls is spent"
+            )
+        return None
+
+    def touched(self, devices: Set[str]) -> None:
+        """Devices a tool call reached; past the budget the run stops."""
+        self.targets |= devices
+        if len(self.targets) > self.tool_budget.max_targets:
+            self._over_budget(
+                StopReason.tool_budget,
+                f"the run touched {len(self.targets)} devices, over its budget of {self.tool_budget.max_targets}",
+            )
+
+    def _over_budget(self, reason: StopReason, message: str) -> str:
+        if self.stop_reason is None:
+            self.warnings.append(message)
+            self.event(f"run {self.run_id} stopping: {message}", severity="WARNING")
+        self.stop(reason.value, message)
+        return message
 
     def summary(self) -> ActiveRun:
         return ActiveRun(

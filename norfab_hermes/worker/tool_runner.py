@@ -56,6 +56,16 @@ def forget_job(client: Any, uuid: str) -> None:
         log.warning(f"Could not forget child job {uuid}: {error!r}")
 
 
+def devices_in(reply: Any) -> set:
+    """The hosts a nornir reply holds results for (a nornir result is keyed by host)."""
+    return {
+        host
+        for result in (reply or {}).values()
+        if isinstance(result, dict) and isinstance(result.get("result"), dict)
+        for host in result["result"]
+    }
+
+
 class ToolError(Exception):
     """A call that cannot go ahead; the message is for the model."""
 
@@ -93,12 +103,17 @@ class ToolRunner:
             duration=0.0,
         )
         try:
+            refusal = run.admit_tool_call(spec.name, summary.arguments_digest) if run is not None else None
+            if refusal:
+                raise ToolError(f"{refusal}; the call was not made")
             kwargs = self.prepare(spec, arguments)
             timeout = self._timeout(spec, run)
             self._approve(spec, arguments, run)
             if run is not None:
                 run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
             reply = self._dispatch(spec, kwargs, timeout, run, interrupted, summary)
+            if run is not None and target.service == "nornir":
+                run.touched(devices_in(reply))
             text, summary.status, summary.error = self.render(spec, summary.job_uuid, reply, arguments)
         except ToolError as error:
             message = scrub(str(error), self.secrets())

@@ -64,7 +64,7 @@ def wait(runtime: HermesRuntime, run: Run, text: str, stopping: threading.Event)
 def envelope(runtime: HermesRuntime, run: Run, turn: Optional[Any], worker: str, secrets: List[str]) -> InvokeResultData:
     """The run's result: reply, ids, stop reason, tool calls, usage and warnings."""
     raw = compat.take_turn_result(runtime.runner, run.session_key)
-    run.stop(stop_reason(raw), "")
+    run.stop(stop_reason(raw, run.max_turns), "")
     if raw.get("error") or run.provider_errors:
         # the gateway keeps provider details out of the reply; the operator needs them
         run.warnings.append(provider_warning(run, raw, secrets))
@@ -91,15 +91,16 @@ def envelope(runtime: HermesRuntime, run: Run, turn: Optional[Any], worker: str,
     )
 
 
-def stop_reason(raw: Dict[str, Any]) -> str:
+def stop_reason(raw: Dict[str, Any], max_turns: int) -> str:
     """Map a Hermes turn result onto the closed set of stop reasons."""
-    exit_reason = str(raw.get("turn_exit_reason") or "")
     if raw.get("interrupted"):
         return StopReason.interrupted.value
-    if exit_reason.startswith("max_iterations"):
-        return StopReason.max_turns.value
     if raw.get("error"):  # Hermes returns early with the API error after its retries
         return StopReason.provider_error.value
+    if raw.get("completed") is False and (raw.get("api_calls") or 0) >= max_turns - 1:
+        # the gateway's result has no exit reason: an incomplete turn that used its
+        # whole tool loop (max_turns less the summary call) ran out of model calls
+        return StopReason.max_turns.value
     if raw.get("failed") or not raw or raw.get("completed") is False:
         return StopReason.failed.value
     return StopReason.completed.value

@@ -32,6 +32,7 @@ def import_hermes() -> None:
 
     _disarm_shutdown_watchdog()
     _disable_request_dumps()
+    _abort_mounted_sockets()
 
 
 def check_ca_bundle_once() -> Optional[str]:
@@ -61,6 +62,27 @@ def _disable_request_dumps() -> None:
     run_agent.AIAgent._dump_api_request_debug = lambda self, *args, **kwargs: None
 
 
+def _abort_mounted_sockets() -> None:
+    # An interrupt aborts the model request by shutting down the sockets of
+    # the request's httpx pool, but Hermes only looks in the client's default
+    # transport while its clients send through per-scheme mounted transports:
+    # nothing is shut down, and with no read timeout (streaming) a request to
+    # a hung provider keeps its thread and socket forever. Walk the mounts too.
+    import types
+
+    import agent.agent_runtime_helpers as helpers
+
+    default_pool_sockets = helpers._iter_pool_sockets
+
+    def iter_pool_sockets(client: Any) -> Iterator[Any]:
+        yield from default_pool_sockets(client)
+        mounts = getattr(getattr(client, "_client", None), "_mounts", None) or {}
+        for transport in mounts.values():
+            yield from default_pool_sockets(types.SimpleNamespace(_client=types.SimpleNamespace(_transport=transport)))
+
+    helpers._iter_pool_sockets = iter_pool_sockets
+
+
 def serve_profile_secrets(secrets_for: Any) -> None:
     """Give each profile's secret scope the worker's in-memory secrets.
 
@@ -78,6 +100,26 @@ def serve_profile_secrets(secrets_for: Any) -> None:
         return {**read_env_file(hermes_home), **secrets_for(Path(hermes_home))}
 
     secret_scope.build_profile_secret_scope = build_profile_secret_scope
+
+
+def per_profile_iterations(iterations_for: Any) -> None:
+    """Give each multiplexed profile its own iteration budget.
+
+    The gateway reads one budget for every profile (``_current_max_iterations``,
+    from the instance root) when it builds or reuses an agent for a turn,
+    inside the turn's profile scope. ``iterations_for(profile)`` answers for
+    the profiles the worker serves (None: the root's budget).
+    """
+    import gateway.run as gateway_run
+    from hermes_cli.profiles import get_active_profile_name
+
+    read_root = gateway_run._current_max_iterations
+
+    def current_max_iterations() -> int:
+        iterations = iterations_for(get_active_profile_name())
+        return iterations if iterations is not None else read_root()
+
+    gateway_run._current_max_iterations = current_max_iterations
 
 
 def _disarm_shutdown_watchdog() -> None:

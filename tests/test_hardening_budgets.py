@@ -1,0 +1,131 @@
+"""
+Finding 5: budgets that hold. A model that keeps calling tools is held to the
+agent's model calls, tool calls and devices, a loop is broken, and runs
+abandoned on a hung provider leave no threads or sockets behind. Each budget
+is checked on the nornir worker: the jobs it received.
+"""
+
+import time
+
+import pytest
+from conftest import hermes_worker, network, network_jobs, norfab, run
+
+from norfab_hermes.testing.scenario import Scenario
+from norfab_hermes.testing.scripted_model import ScriptedModel, ScriptedModelServer
+
+pytestmark = pytest.mark.hardening
+
+WORKER = "hermes-worker-1"
+FB_SCHEMA = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
+CLOCK = {"input_schema": FB_SCHEMA, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show clock"]}}}
+UPTIME = {"input_schema": FB_SCHEMA, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show version"]}}}
+TOOLS = {"clock": CLOCK, "uptime": UPTIME}
+
+
+def agent(**settings):
+    return {"instructions": "You check devices.", "toolsets": ["norfab"], "tools": TOOLS, "run_timeout": 60, **settings}
+
+
+AGENTS = {
+    "turns": agent(hermes={"agent": {"max_turns": 5}}),
+    "frugal": agent(max_tool_calls=3),
+    "local": agent(max_targets=1),
+}
+
+
+def calls(*steps):
+    return [{"call": tool, "args": {"FB": host}} for tool, host in steps]
+
+
+RULES = [
+    # never stops calling tools, never the same call twice in a row
+    {"match": "ALTERNATE", "steps": calls(*[("clock", "r1"), ("uptime", "r1"), ("clock", "r2"), ("uptime", "r2")] * 3)},
+    {"match": "LOOP", "steps": calls(*[("clock", "r1")] * 8)},
+    {"match": "SPREAD", "steps": calls(("clock", "r1"), ("clock", "r2"), ("clock", "r3"), ("uptime", "r1"))},
+]
+
+
+@pytest.fixture(scope="module")
+def model():
+    with ScriptedModelServer(ScriptedModel(Scenario(RULES))) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def lab(model, tmp_path_factory):
+    base = tmp_path_factory.mktemp("lab")
+    workers, files = network(["r1", "r2", "r3"])
+    workers[WORKER] = {**hermes_worker(model.base_url, AGENTS), "depends_on": ["nornir-worker-1"]}
+    with norfab(base, workers, files) as nf:
+        yield nf, base
+
+
+def invoke(nf, agent, text, **kwargs):
+    res = run(nf.client, "invoke", job_timeout=120, agent=agent, instructions=text, **kwargs)
+    assert not res["failed"], res["errors"]
+    return res["result"]
+
+
+def cli_jobs(base):
+    return [kwargs for task, kwargs in network_jobs(base) if task == "cli"]
+
+
+def test_max_turns_is_exact(lab, model):
+    nf, base = lab
+    before, jobs_before = len(model.model.completions()), len(cli_jobs(base))
+    result = invoke(nf, "turns", "ALTERNATE 1")
+    model_calls = len(model.model.completions()) - before
+    assert model_calls <= 5, f"{model_calls} model calls for max_turns 5"
+    assert len(result["tool_calls"]) <= 4 and len(cli_jobs(base)) - jobs_before == len(result["tool_calls"])
+    assert result["stop_reason"] == "max_turns"
+
+
+def test_the_same_call_repeated_stops_the_run(lab):
+    nf, base = lab
+    jobs_before = len(cli_jobs(base))
+    result = invoke(nf, "turns", "LOOP 1")
+    assert result["stop_reason"] == "repeated_call"
+    assert any("clock was called 3 times with the same arguments" in w for w in result["warnings"])
+    statuses = [c["status"] for c in result["tool_calls"]]
+    assert statuses[:2] == ["completed", "completed"] and set(statuses[2:]) == {"refused"}
+    assert len(cli_jobs(base)) - jobs_before == 2, "the refused repeat reached the nornir worker"
+
+
+def test_tool_calls_per_run_are_bounded(lab):
+    nf, base = lab
+    jobs_before = len(cli_jobs(base))
+    result = invoke(nf, "frugal", "ALTERNATE 2")
+    assert result["stop_reason"] == "tool_budget"
+    assert any("budget of 3 tool calls is spent" in w for w in result["warnings"])
+    assert len(cli_jobs(base)) - jobs_before == 3
+
+
+def test_devices_touched_per_run_are_bounded(lab):
+    nf, base = lab
+    jobs_before = len(cli_jobs(base))
+    result = invoke(nf, "local", "SPREAD 1")
+    assert result["stop_reason"] == "tool_budget"
+    assert any("touched 2 devices, over its budget of 1" in w for w in result["warnings"])
+    # the call that crossed the budget ran (a call's devices are known from its result); none after it
+    assert [job["FB"] for job in cli_jobs(base)[jobs_before:]] == ["r1", "r2"]
+
+
+def test_runs_abandoned_on_a_hung_provider_leave_nothing_behind(lab, model):
+    nf, _ = lab
+
+    def usage():
+        status = run(nf.client, "get_status")["result"]
+        return status["threads"], status["open_files"]
+
+    model.model.hang_next(1)  # warm up: the first abandoned run may start lazily grown pools
+    assert invoke(nf, "turns", "warm up", timeout=2)["stop_reason"] == "run_timeout"
+    time.sleep(3)
+    baseline = usage()
+    model.model.hang_next(3)
+    for i in range(3):
+        assert invoke(nf, "turns", f"hung {i}", timeout=2)["stop_reason"] == "run_timeout"
+    deadline = time.time() + 20
+    while usage() > (baseline[0] + 1, baseline[1] + 2) and time.time() < deadline:
+        time.sleep(1)
+    threads, files = usage()
+    assert threads <= baseline[0] + 1 and files <= baseline[1] + 2, (baseline, (threads, files))
