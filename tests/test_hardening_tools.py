@@ -5,6 +5,7 @@ every door is tried, and the network worker is checked for the side effect
 """
 
 import json
+import time
 import uuid
 
 import pytest
@@ -25,6 +26,12 @@ AGENTS = {
             "inspect_clock": {"input_schema": FB_SCHEMA, "norfab": {**CLI, "kwargs": {"commands": ["show clock"]}}},
             # derived from nornir cli's own input schema
             "run_cli": {"norfab": CLI},
+            "bounce": {
+                "description": "Bounce a port (changes state)",
+                "input_schema": FB_SCHEMA,
+                "approval": True,
+                "norfab": {**CLI, "kwargs": {"commands": ["show users"]}},
+            },
             "show_pattern": {
                 "input_schema": {
                     "type": "object",
@@ -35,6 +42,13 @@ AGENTS = {
             },
         },
     }
+}
+
+
+AGENTS["auditor"] = {
+    "instructions": "You audit versions.",
+    "toolsets": ["norfab"],
+    "tools": {"inspect_version": {"input_schema": FB_SCHEMA, "norfab": {**CLI, "kwargs": {"commands": ["show version"]}}}},
 }
 
 
@@ -115,3 +129,51 @@ def test_a_definition_cannot_offer_guarded_arguments_or_forbidden_targets():
     for service, task in (("hermes", "invoke"), ("workflow", "run"), ("nornir", "task"), ("filesharing", "fetch_file")):
         with pytest.raises(InventoryError, match="cannot be a tool"):
             parse_agent("x", {"instructions": "i", "tools": {"t": {"norfab": {"service": service, "task": task}}}})
+
+
+def test_an_approval_nobody_answers_expires_and_the_call_is_not_made(lab):
+    nf, base = lab
+    future = nf.client.submit_job(
+        "hermes",
+        "invoke",
+        kwargs={"agent": "probe", "instructions": 'CALL bounce {"FB": "r1"}', "interactive": True, "timeout": 8},
+        workers=WORKER,
+        timeout=30,
+    )
+    asked = [e for e in future.events(timeout=30) if e.get("event_type") == "input_request"]
+    result = future.result(timeout=30)[WORKER]["result"]
+    assert asked, "the operator was never asked"
+    [call] = result["tool_calls"]
+    assert call["status"] == "refused" and "did not answer within" in call["error"] and call["job_uuid"] is None
+    assert not [kwargs for _, kwargs in network_jobs(base) if kwargs.get("commands") == ["show users"]]
+
+
+def test_two_agents_on_one_device_keep_their_own_evidence(lab):
+    nf, _ = lab
+    futures = {
+        agent: nf.client.submit_job("hermes", "invoke", kwargs={"agent": agent, "instructions": call}, workers=WORKER, timeout=90)
+        for agent, call in (("probe", 'CALL inspect_clock {"FB": "r1"}'), ("auditor", 'CALL inspect_version {"FB": "r1"}'))
+    }
+    results = {agent: future.result(timeout=90)[WORKER]["result"] for agent, future in futures.items()}
+    assert results["probe"]["tool_calls"][0]["job_uuid"] != results["auditor"]["tool_calls"][0]["job_uuid"]
+    for agent, own, other in (("probe", "show clock", "show version"), ("auditor", "show version", "show clock")):
+        session = run(nf.client, "get_session", agent=agent, session_id=results[agent]["session_id"])["result"]
+        evidence = " ".join(m["content"] or "" for m in session["messages"] if m["role"] == "tool")
+        assert own in evidence and other not in evidence, (agent, evidence[:300])
+
+
+def test_a_result_older_than_the_run_is_marked_stale():
+    from norfab_hermes.models import ToolDefinition
+    from norfab_hermes.worker.tool_runner import ToolRunner
+    from norfab_hermes.worker.tool_specs import ToolSpec
+
+    spec = ToolSpec("probe", "inspect_clock", ToolDefinition.model_validate(AGENTS["probe"]["tools"]["inspect_clock"]))
+    result = {"status": "completed", "failed": False, "errors": [], "result": {"r1": {"show clock": "09:14"}}}
+    run_started = time.time()
+    fresh = {"nornir-worker-1": {**result, "task_completed": time.ctime(run_started + 1)}}
+    old = {"nornir-worker-1": {**result, "task_completed": time.ctime(run_started - 3600)}}
+    text, status, _ = ToolRunner(None, 10000, 1).render(spec, "uuid-1", fresh, {"FB": "r1"}, since=run_started)
+    assert status == "completed" and json.loads(text)["collected_at"]
+    text, status, error = ToolRunner(None, 10000, 1).render(spec, "uuid-2", old, {"FB": "r1"}, since=run_started)
+    assert status == "failed" and "result is stale" in error
+    assert "before this run started" in json.loads(text)["workers"]["nornir-worker-1"]["stale"]

@@ -186,6 +186,7 @@ class HermesHost:
         return result
 
     def interrupt(self, agent: str, run_id: str) -> InterruptResultData:
+        self.catalog.require(agent)
         return self.runs.interrupt(agent, run_id)
 
     # ------------------------------------------------------------- sessions

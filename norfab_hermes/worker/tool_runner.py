@@ -12,6 +12,7 @@ import json
 import logging
 import threading
 import time
+from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import jsonschema
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 # host filters of NorFab's nornir-style tasks: a call naming hosts expects data back
 HOST_FILTERS = {"FO", "FB", "FH", "FC", "FR", "FG", "FP", "FL", "FM", "FX", "FN", "hosts"}
 MIN_CALL_SECONDS = 1.0  # a call needs at least this much of the run budget left
+CLOCK_SKEW = 60.0  # seconds a worker's clock may be behind ours before its result counts as stale
 
 
 def child_job_timeout(seconds: float) -> int:
@@ -54,6 +56,14 @@ def forget_job(client: Any, uuid: str) -> None:
             db.execute("DELETE FROM jobs WHERE uuid=?", (uuid,))
     except Exception as error:  # never fail a tool call over bookkeeping
         log.warning(f"Could not forget child job {uuid}: {error!r}")
+
+
+def ctime_seconds(text: Any) -> Optional[float]:
+    """Seconds since the epoch of a NorFab ``time.ctime()`` timestamp (worker local time)."""
+    try:
+        return time.mktime(time.strptime(str(text)))
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def devices_in(reply: Any) -> set:
@@ -114,7 +124,8 @@ class ToolRunner:
             reply = self._dispatch(spec, kwargs, timeout, run, interrupted, summary)
             if run is not None and target.service == "nornir":
                 run.touched(devices_in(reply))
-            text, summary.status, summary.error = self.render(spec, summary.job_uuid, reply, arguments)
+            since = run.started if run is not None else None
+            text, summary.status, summary.error = self.render(spec, summary.job_uuid, reply, arguments, since)
         except ToolError as error:
             message = scrub(str(error), self.secrets())
             text = json.dumps({"ok": False, "error": message, "tool": spec.name, "job_uuid": summary.job_uuid})
@@ -255,8 +266,14 @@ class ToolRunner:
 
     # ---------------------------------------------------------------- result
 
-    def render(self, spec: ToolSpec, uuid: Optional[str], reply: Any, arguments: Dict[str, Any]) -> Tuple[str, str, Optional[str]]:
-        """The model's view of a NorFab reply: per worker status, errors and result."""
+    def render(
+        self, spec: ToolSpec, uuid: Optional[str], reply: Any, arguments: Dict[str, Any], since: Optional[float] = None
+    ) -> Tuple[str, str, Optional[str]]:
+        """The model's view of a NorFab reply: per worker status, errors and result.
+
+        A worker's result produced before ``since`` (the run's start) is no
+        evidence of the network now: it is marked stale and the call fails.
+        """
         target = spec.target
         if not reply:
             error = f"job {uuid} for {target.service}.{target.task} got no reply: no worker matched '{target.workers}' or it timed out"
@@ -276,6 +293,10 @@ class ToolRunner:
                 # failed results often carry the per-device reason; device
                 # output is redacted as data, before it is encoded
                 entry["result"] = redact(result.get("result"), self.secrets())
+            produced = ctime_seconds(result.get("task_completed"))
+            if since is not None and produced is not None and produced < since - CLOCK_SKEW:
+                entry["stale"] = f"produced at {result['task_completed']}, before this run started"
+                errors.append(f"{worker}: result is stale ({entry['stale']}); call again for current data")
             workers[worker] = entry
         named_hosts = (set(arguments) | set(target.kwargs)) & HOST_FILTERS
         if not errors and named_hosts and not any(w.get("result") for w in workers.values()):
@@ -288,6 +309,7 @@ class ToolRunner:
             "tool": spec.name,
             "task": f"{target.service}.{target.task}",
             "job_uuid": uuid,
+            "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "workers": workers,
         }
         if errors:
