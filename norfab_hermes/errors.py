@@ -28,6 +28,10 @@ class UnknownSession(HermesError, LookupError):
     """The session id is not one of the agent's sessions on this worker."""
 
 
+class UnknownSchedule(HermesError, LookupError):
+    """The schedule id or name is not one of the agent's schedules on this worker."""
+
+
 class UnknownRun(HermesError, LookupError):
     """The run id is not running on this worker."""
 

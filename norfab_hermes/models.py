@@ -419,6 +419,19 @@ class ActiveRun(StrictModel):
     agent: StrictStr = Field(..., description="Agent name")
     session_id: Union[None, StrictStr] = Field(None, description="Hermes session id once known")
     started: StrictStr = Field(..., description="ISO timestamp")
+    schedule_id: Union[None, StrictStr] = Field(None, description="Schedule that started the run; None for an invoke")
+
+
+class AgentSchedules(StrictModel):
+    schedules: int = Field(0, description="Schedules of the agent")
+    next_due: Union[None, StrictStr] = Field(None, description="ISO time the next enabled schedule is due")
+    overdue: List[StrictStr] = Field([], description="Enabled schedules past their due time by more than a tick")
+
+
+class SchedulerStatus(StrictModel):
+    ticking: StrictBool = Field(False, description="The worker's scheduler thread is running")
+    last_tick: Union[None, StrictStr] = Field(None, description="ISO time of the scheduler's last check")
+    agents: Dict[StrictStr, AgentSchedules] = Field({}, description="Schedules by agent")
 
 
 class WorkerStatus(StrictModel):
@@ -432,6 +445,73 @@ class WorkerStatus(StrictModel):
     pid: int = Field(0, description="Process id of the worker")
     threads: int = Field(0, description="Threads of the worker process")
     open_files: int = Field(0, description="Open file descriptors of the worker process")
+    scheduler: SchedulerStatus = Field(SchedulerStatus(), description="Scheduled checks: ticking, next due, overdue")
+
+
+class ScheduleAction(str, Enum):
+    create = "create"
+    list = "list"
+    update = "update"
+    pause = "pause"
+    resume = "resume"
+    remove = "remove"
+    run = "run"
+    history = "history"
+
+
+class ScheduleDefinition(StrictModel):
+    """A scheduled check: what to ask the agent, and when (a native Hermes cron job)."""
+
+    name: Union[None, StrictStr] = Field(None, min_length=1, max_length=80, description="Short name, e.g. r1-watch")
+    prompt: Union[None, StrictStr] = Field(None, min_length=1, description="What the agent is asked at every run")
+    schedule: Union[None, StrictStr] = Field(
+        None, description="'every 5m', a cron expression such as '*/5 * * * *', or an ISO time for one run"
+    )
+    repeat: Union[None, PositiveInt] = Field(None, description="Stop after this many runs; omit to run until removed")
+    skills: Union[None, List[StrictStr]] = Field(None, description="Hermes skills loaded before the prompt")
+
+
+class ScheduleInfo(StrictModel):
+    schedule_id: StrictStr = Field(..., description="Schedule id (Hermes cron job id)")
+    name: StrictStr = Field(..., description="Schedule name")
+    agent: StrictStr = Field(..., description="Agent that runs it")
+    worker: StrictStr = Field(..., description="Worker that owns it")
+    prompt: StrictStr = Field(..., description="What the agent is asked")
+    schedule: StrictStr = Field(..., description="When, as Hermes shows it")
+    state: StrictStr = Field(..., description="scheduled, paused or completed")
+    next_run: Union[None, StrictStr] = Field(None, description="ISO time of the next run")
+    last_run: Union[None, StrictStr] = Field(None, description="ISO time of the last run")
+    last_status: Union[None, StrictStr] = Field(None, description="Outcome of the last run")
+    runs: int = Field(0, description="Runs so far")
+    repeat: Union[None, int] = Field(None, description="Runs allowed; None runs until removed")
+    origin: StrictStr = Field(..., description="'norfab' when created with the schedule task, else the chat session")
+    skills: List[StrictStr] = Field([], description="Skills loaded before the prompt")
+
+
+class ScheduleRun(StrictModel):
+    schedule_id: StrictStr = Field(..., description="Schedule the run belongs to")
+    status: StrictStr = Field(..., description="ok, failed, missed, interrupted or timeout")
+    due: Union[None, StrictStr] = Field(None, description="ISO time the run was due")
+    started: Union[None, StrictStr] = Field(None, description="ISO time the run started")
+    duration: Union[None, float] = Field(None, description="Seconds")
+    run_id: Union[None, StrictStr] = Field(None, description="Run id, for interrupt while it runs")
+    stop_reason: Union[None, StrictStr] = Field(None, description="Why the run ended")
+    response: StrictStr = Field("", description="The agent's finding (its start when long)")
+    truncated: StrictBool = Field(False, description="The response was cut; read it whole with get_session")
+    silent: StrictBool = Field(False, description="The agent answered [SILENT]: recorded, not delivered")
+    session_id: Union[None, StrictStr] = Field(None, description="Session of the run, readable with get_session")
+    tool_calls: List[ToolCallSummary] = Field([], description="Tool calls with their NorFab job UUIDs")
+    warnings: List[StrictStr] = Field([], description="What went wrong or was refused")
+    note: Union[None, StrictStr] = Field(None, description="For missed runs: why and how many")
+
+
+class ScheduleResultData(StrictModel):
+    action: StrictStr = Field(..., description="The action done")
+    agent: StrictStr = Field(..., description="Agent name")
+    worker: StrictStr = Field(..., description="Worker name")
+    schedules: List[ScheduleInfo] = Field([], description="The schedules the action shows or changed")
+    history: List[ScheduleRun] = Field([], description="Runs, newest first (action history)")
+    message: StrictStr = Field("", description="What happened, in one line")
 
 
 # ---------------------------------------------------------------------------
@@ -507,6 +587,23 @@ class GetSessionResult(Result):
 
 class CommandResult(Result):
     result: Union[None, CommandResultData] = Field(None, description="Command answer")
+
+
+class ScheduleInput(AgentInput):
+    action: ScheduleAction = Field(..., description="create, list, update, pause, resume, remove, run or history")
+    schedule_id: Union[None, StrictStr] = Field(None, description="Schedule id or name (all actions but create and list)")
+    definition: Union[None, ScheduleDefinition] = Field(
+        None, description="create: name, prompt and schedule (repeat, skills optional); update: the fields to change"
+    )
+    limit: PositiveInt = Field(20, description="history: newest runs to return")
+
+
+class GetStatusInput(TaskInput):
+    agent: Union[None, StrictStr] = Field(None, description="Only this agent's runs and schedules")
+
+
+class ScheduleResult(Result):
+    result: Union[None, ScheduleResultData] = Field(None, description="Schedules or history")
 
 
 class InterruptResult(Result):

@@ -20,6 +20,8 @@ from ..models import (
     HermesInventory,
     InterruptResultData,
     InvokeResultData,
+    ScheduleDefinition,
+    ScheduleResultData,
     SessionDetails,
     SessionSummary,
     StopReason,
@@ -29,6 +31,7 @@ from .agents import AgentCatalog
 from .hermes import compat, plugin, port
 from .runs import Run, RunRegistry, ToolBudget
 from .runtime import HermesRuntime
+from .schedules import Schedules
 from .sessions import Sessions
 from .tool_runner import ToolRunner
 from .tool_specs import ToolBox, ToolSpec
@@ -72,6 +75,7 @@ class HermesHost:
         self.runs = RunRegistry(worker_name, root, inventory.max_concurrent_runs)
         self.sessions = Sessions(worker_name, self.runtime)
         self.tools = ToolBox(client)
+        self.schedules = Schedules(worker_name, self.catalog, self.runtime, self.run_scheduled)
         self.tool_runner = ToolRunner(
             client,
             inventory.tool_result_max_chars,
@@ -99,6 +103,7 @@ class HermesHost:
         for name in self.catalog.agents:
             if compat.profile_adapter(self.runtime.runner, name) is None:
                 self.catalog.errors.setdefault(name, f"agent '{name}': Hermes did not start its NorFab adapter")
+        self.schedules.start()
         log.info(f"{self.worker_name} - Hermes gateway serving agents {sorted(self.catalog.available())}")
 
     def _settle_cut_turns(self, runner: Any) -> None:
@@ -113,6 +118,7 @@ class HermesHost:
         if self.stopping.is_set():
             return
         self.stopping.set()
+        self.schedules.stop()
         self.runs.stop_all("worker shutting down", turns.GRACE, turns.POLL)
         self.runtime.stop()
         port.unbind(self)
@@ -145,13 +151,29 @@ class HermesHost:
         job: Any,
         interactive: bool = False,
     ) -> InvokeResultData:
-        definition = self.require(agent)
-        if self.tools.retry_unavailable():
-            plugin.install_tools(self.tools.specs)
         if instructions.lstrip().startswith("/"):
             raise InvalidRequest(
                 f"instructions: '{instructions.split()[0]}' looks like a slash command; use the command task for commands"
             )
+        return self._run(agent, instructions, session_id, timeout, job, interactive)
+
+    def run_scheduled(self, agent: str, prompt: str, schedule_id: str) -> InvokeResultData:
+        """A due schedule, as a run of its agent: a session of its own, nobody to ask."""
+        return self._run(agent, prompt, None, None, None, False, schedule_id)
+
+    def _run(
+        self,
+        agent: str,
+        instructions: str,
+        session_id: Optional[str],
+        timeout: Optional[float],
+        job: Any,
+        interactive: bool,
+        schedule_id: Optional[str] = None,
+    ) -> InvokeResultData:
+        definition = self.require(agent)
+        if self.tools.retry_unavailable():
+            plugin.install_tools(self.tools.specs)
         budget = min(timeout or definition.run_timeout, definition.run_timeout)
         job_timeout = getattr(job, "timeout", None)
         if job_timeout:
@@ -165,7 +187,7 @@ class HermesHost:
         )
         key = compat.session_key(chat_id, agent)
         run = Run(agent, chat_id, key, budget, self.catalog.max_turns(definition), job, interactive, tool_budget)
-        run.session_id = session_id
+        run.session_id, run.schedule_id = session_id, schedule_id
         with self.runs.slot(run), self.runs.chat_turn(run), self.runs.registered(run):
             run.event(
                 f"run {run.run_id} started on agent '{agent}'",
@@ -198,6 +220,12 @@ class HermesHost:
     def get_session(self, agent: str, session_id: str, limit: int) -> SessionDetails:
         self.require(agent)
         return self.sessions.get(agent, session_id, limit)
+
+    def schedule(
+        self, agent: str, action: str, schedule_id: Optional[str], definition: Optional[ScheduleDefinition], limit: int
+    ) -> ScheduleResultData:
+        self.require(agent)
+        return self.schedules.act(agent, action, schedule_id, definition, limit)
 
     def command(self, agent: str, command: str, session_id: Optional[str]) -> CommandResultData:
         self.require(agent)

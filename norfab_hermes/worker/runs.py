@@ -58,6 +58,7 @@ class Run:
         self.chat_id = chat_id
         self.session_key = session_key
         self.session_id: Optional[str] = None
+        self.schedule_id: Optional[str] = None  # the schedule that started the run
         self.job = job
         self.job_uuid = getattr(job, "juuid", None)
         self.started = time.time()
@@ -75,6 +76,8 @@ class Run:
         self.targets: Set[str] = set()
 
     def event(self, message: str, **kwargs: Any) -> None:
+        if self.job is None:  # a scheduled run: its history is the record
+            return
         try:
             self.job.event(message, **kwargs)
         except Exception as error:  # events are best effort, never fail a run
@@ -135,6 +138,7 @@ class Run:
             agent=self.agent,
             session_id=self.session_id,
             started=datetime.fromtimestamp(self.started, timezone.utc).isoformat(),
+            schedule_id=self.schedule_id,
         )
 
 

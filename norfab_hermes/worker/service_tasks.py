@@ -10,7 +10,16 @@ from typing import Optional
 from norfab.core.worker import Job
 from norfab.models import Result
 
-from ..models import SUPPORTED_COMMANDS, GetInventoryResult, GetStatusResult, GetVersionResult, TaskInput, WorkerStatus
+from ..models import (
+    SUPPORTED_COMMANDS,
+    GetInventoryResult,
+    GetStatusInput,
+    GetStatusResult,
+    GetVersionResult,
+    SchedulerStatus,
+    TaskInput,
+    WorkerStatus,
+)
 from ..redact import redact
 from .task import HermesTask
 
@@ -18,17 +27,27 @@ VERSIONED_PACKAGES = ("norfab-hermes", "norfab", "hermes-agent", "picle", "pydan
 
 
 class ServiceTasks:
-    @HermesTask(input=TaskInput, output=GetStatusResult, fastapi={"methods": ["GET"]}, mcp={"annotations": {"readOnlyHint": True}})
-    def get_status(self) -> Result:
-        """Readiness, agents, active runs and errors of this worker."""
+    @HermesTask(input=GetStatusInput, output=GetStatusResult, fastapi={"methods": ["GET"]}, mcp={"annotations": {"readOnlyHint": True}})
+    def get_status(self, agent: Optional[str] = None) -> Result:
+        """
+        Readiness, agents, active runs, scheduler health and errors of this worker.
+
+        Args:
+            agent: only this agent's availability, runs and schedules.
+        """
         host = self.host
+        if agent is not None:
+            self.running_host().catalog.require(agent)
         errors = list(self.init_errors) + (host.problems() if host else [])
+        agents = host.availability() if host else {}
+        runs = host.runs.active() if host else []
         return Result(
             result=WorkerStatus(
                 ready=host is not None and not errors and not host.stopping.is_set(),
                 errors=errors,
-                agents=host.availability() if host else {},
-                active_runs=host.runs.active() if host else [],
+                agents={name: up for name, up in agents.items() if agent in (None, name)},
+                active_runs=[run for run in runs if agent in (None, run.agent)],
+                scheduler=host.schedules.status(agent) if host else SchedulerStatus(),
                 max_concurrent_runs=host.inventory.max_concurrent_runs if host else 0,
                 hermes_home=str(host.root) if host else None,
                 commands=sorted(SUPPORTED_COMMANDS),

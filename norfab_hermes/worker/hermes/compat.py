@@ -178,9 +178,14 @@ def take_turn_result(runner: Any, session_key: str) -> Dict[str, Any]:
     return runner.turn_results.pop(session_key, None) or {}
 
 
+def profile_adapters(runner: Any, profile: str) -> Dict[Any, Any]:
+    """The live adapters serving ``profile`` by platform (multiplexed profiles)."""
+    return runner._profile_adapters.get(profile) or {}
+
+
 def profile_adapter(runner: Any, profile: str) -> Optional[Any]:
-    """The NorFab adapter instance serving ``profile`` (multiplexed profiles)."""
-    return (runner._profile_adapters.get(profile) or {}).get(platform())
+    """The NorFab adapter instance serving ``profile``."""
+    return profile_adapters(runner, profile).get(platform())
 
 
 def message_source(chat_id: str, profile: str) -> Any:

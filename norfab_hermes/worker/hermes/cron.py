@@ -1,0 +1,141 @@
+"""
+Hermes' cron, one profile's store at a time.
+
+Every profile keeps its own native cron store (``<profile>/cron/jobs.json``,
+``output/``); Hermes' executions ledger is shared in the instance root. Each
+call here enters the profile's runtime scope and points Hermes' cron module
+at that profile's store, so jobs, next-run times, grace, catch-up and output
+are Hermes' own. Only the execution of a due job is the host's (see
+:func:`run_jobs_with`): a scheduled run is a real run of the agent.
+"""
+
+import contextlib
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from . import compat
+
+# what Hermes' run_job returns: success, output document, final response, error
+CronOutcome = Tuple[bool, str, str, Optional[str]]
+
+
+@contextlib.contextmanager
+def store(home: Path) -> Iterator[Any]:
+    """Hermes' cron jobs module, acting on the store of the profile at ``home``."""
+    from cron import jobs
+
+    with compat.profile_scope(home), jobs.use_cron_store(home):
+        yield jobs
+
+
+def create(home: Path, **fields: Any) -> Dict[str, Any]:
+    with store(home) as jobs:
+        return jobs.create_job(**fields)
+
+
+def list_jobs(home: Path) -> List[Dict[str, Any]]:
+    with store(home) as jobs:
+        return jobs.list_jobs(include_disabled=True)
+
+
+def get(home: Path, ref: str) -> Optional[Dict[str, Any]]:
+    """The job with this id, or else this name."""
+    with store(home) as jobs:
+        return jobs.resolve_job_ref(ref)
+
+
+def update(home: Path, job_id: str, updates: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    with store(home) as jobs:
+        return jobs.update_job(job_id, updates)
+
+
+def pause(home: Path, job_id: str, reason: str) -> Optional[Dict[str, Any]]:
+    with store(home) as jobs:
+        return jobs.pause_job(job_id, reason)
+
+
+def resume(home: Path, job_id: str) -> Optional[Dict[str, Any]]:
+    with store(home) as jobs:
+        return jobs.resume_job(job_id)
+
+
+def trigger(home: Path, job_id: str) -> Optional[Dict[str, Any]]:
+    with store(home) as jobs:
+        return jobs.trigger_job(job_id)
+
+
+def remove(home: Path, job_id: str) -> bool:
+    with store(home) as jobs:
+        return jobs.remove_job(job_id)
+
+
+def parse_schedule(text: str) -> Dict[str, Any]:
+    """Hermes' reading of a schedule: ``every 5m``, a cron expression, ``30m`` or an ISO time."""
+    from cron.jobs import parse_schedule as parse
+
+    return parse(text)
+
+
+def grace_seconds(schedule: Dict[str, Any]) -> int:
+    """How late a recurring run may start and still count (later: skipped, run once now)."""
+    from cron.jobs import _compute_grace_seconds
+
+    return _compute_grace_seconds(schedule)
+
+
+def next_run(schedule: Dict[str, Any], after: str) -> Optional[str]:
+    from cron.jobs import compute_next_run
+
+    return compute_next_run(schedule, after)
+
+
+def now() -> datetime:
+    """Hermes' clock, in its configured time zone."""
+    from cron.jobs import _hermes_now
+
+    return _hermes_now()
+
+
+def tick(home: Path, adapters: Dict[Any, Any], loop: Any) -> int:
+    """Run the profile's due jobs (dispatched to Hermes' cron pool, not waited for)."""
+    from cron import scheduler
+
+    with store(home):
+        return scheduler.tick(verbose=False, adapters=adapters, loop=loop, sync=False)
+
+
+def job_prompt(job: Dict[str, Any]) -> Optional[str]:
+    """The prompt Hermes would send for the job: its cron guidance, skills and context jobs included."""
+    from cron.scheduler import _build_job_prompt
+
+    return _build_job_prompt(job)
+
+
+def is_silent(text: str) -> bool:
+    """Whether a response asks Hermes not to deliver it (``[SILENT]``)."""
+    from cron.scheduler import _is_cron_silence_response
+
+    return _is_cron_silence_response(text)
+
+
+def run_jobs_with(execute: Callable[[Dict[str, Any]], CronOutcome]) -> None:
+    """Make ``execute(job)`` the way Hermes runs a due job.
+
+    Hermes' cron builds an agent of its own for each run (``run_job``). The
+    host runs the job as a run of the agent instead, through the gateway,
+    with the agent's tools, budgets and run registry; claiming, the ledger,
+    output files, delivery and next-run bookkeeping stay Hermes'.
+    """
+    from cron import scheduler
+
+    def run_job(job: Dict[str, Any], *, defer_agent_teardown: Optional[list] = None) -> CronOutcome:
+        return execute(job)
+
+    scheduler.run_job = run_job
+
+
+def active_profile() -> str:
+    from hermes_cli.profiles import get_active_profile_name
+
+    return get_active_profile_name()
