@@ -79,7 +79,8 @@ def describe_validation_error(error: ValidationError, where: str, unknown: str =
         if item["type"] == "extra_forbidden":
             hint = ""
             if len(item["loc"]) == 1:
-                hint = f" (allowed: {', '.join(sorted(_allowed_keys(error.title)))})"
+                allowed = ", ".join(sorted(_allowed_keys(error.title)))
+                hint = f" (allowed: {allowed})" if allowed else f" ({where} takes no {unknown}s)"
             lines.append(f"{where}: unknown {unknown} '{field}'{hint}")
         elif item["type"] == "missing":
             lines.append(f"{where}: field '{field}' is required")

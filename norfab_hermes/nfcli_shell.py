@@ -11,11 +11,12 @@ Mounted through the NorFab inventory::
 
 PICLE has no positional arguments, so verbs that take an agent name and free
 text (``invoke AGENT "TEXT"``, ``session AGENT ID``, ``command AGENT "/usage"``,
-``chat AGENT``) are fields whose values are those positionals, with their
-options (``session``, ``workers``, ``timeout``) on the same model; agent-only
-verbs (``sessions AGENT``, ``interrupt AGENT``) are PICLE key dicts. An agent
-name equal to, or a prefix of, a ``hermes`` keyword must be quoted, and so
-should instructions.
+``chat AGENT``, ``schedule AGENT ACTION ...``) are fields whose values are
+those positionals, with their options (``session``, ``workers``, ``timeout``,
+``name``, ``prompt``, ``every``, ``repeat``) on the same model; agent-only
+verbs (``sessions AGENT``, ``interrupt AGENT``, ``schedules``, ``pause``,
+``resume``, ``history``) are PICLE key dicts. An agent name equal to, or a
+prefix of, a ``hermes`` keyword must be quoted, and so should instructions.
 
 Only ``models`` and ``routing`` (plus the shell's own modules) are imported:
 NorFab's task registry is process-global, so the worker module and Hermes
@@ -23,14 +24,15 @@ must stay out of the client process.
 """
 
 import builtins
-from typing import Any, Dict, List, Optional
+from typing import Any, ClassVar, Dict, List, Optional
 
 from norfab.clients.nfcli_shell.common import print_event, run_future_job
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from .models import CommandResultData
+from .nfcli import schedules
 from .nfcli.chat import Chat, pick_agent
 from .nfcli.live import CtrlC, error_text, markdown, reply_view, run_turn
 from .nfcli.views import agents_view, failed, session_view, sessions_view, status_view
@@ -65,7 +67,7 @@ def guarded(render: Any) -> Any:
 
 def misparsed(kwargs: Dict[str, Any]) -> Optional[Text]:
     """An unquoted keyword inside instructions starts that command; refuse rather than run it."""
-    verbs = [verb for verb in ("invoke", "chat", "command", "session") if kwargs.get(verb) is not None]
+    verbs = [verb for verb in ("invoke", "chat", "command", "session", "schedule") if kwargs.get(verb) is not None]
     if verbs:
         return error_text([f"'{verbs[0]}' takes quoted text: hermes {verbs[0]} AGENT \"TEXT WITH KEYWORDS\""])
     return None
@@ -137,6 +139,46 @@ class HermesInterruptCommand(WorkersOption):
         return guarded(render)
 
 
+class HermesSchedulesCommand(WorkersOption):
+    @staticmethod
+    def run(agent: str, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
+        return misparsed(kwargs) or guarded(lambda: schedules.show(router(), str(agent), as_str(workers)))
+
+
+class HermesPauseCommand(WorkersOption):
+    """``AGENT schedule ID``; subclasses change ACTION, the schedule task's action."""
+
+    ACTION: ClassVar[str] = "pause"
+    model_config = ConfigDict(populate_by_name=True)
+    # plain str: PICLE leaves such values alone (an id of digits keeps its leading zeros)
+    schedule_id: str = Field(None, alias="schedule", description="Schedule id or name, from 'hermes schedules AGENT'")
+
+    @classmethod
+    def run(
+        cls, agent: str, schedule_id: Any = None, workers: Optional[str] = None, limit: Any = None, **kwargs: Any
+    ) -> RenderableType:
+        if misparsed(kwargs):
+            return misparsed(kwargs)
+        if not schedule_id:
+            return schedules.usage(f"{cls.ACTION} takes the schedule: hermes {cls.ACTION} AGENT schedule ID")
+        ref, where = str(schedule_id), as_str(workers)
+        return guarded(lambda: schedules.act(router(), str(agent), where, cls.ACTION, ref, limit=limit))
+
+
+class HermesResumeCommand(HermesPauseCommand):
+    ACTION: ClassVar[str] = "resume"
+
+
+class HermesHistoryCommand(HermesPauseCommand):
+    ACTION: ClassVar[str] = "history"
+    limit: Optional[StrictInt] = Field(None, description="Newest runs to show (default 20)")
+
+
+def agent_verb(description: str) -> Any:
+    """The field of a verb taking AGENT, then its model's options (a PICLE key dict)."""
+    return Field(None, description=description, json_schema_extra={"pkey": "agent", "pkey_description": "Agent name"})
+
+
 USAGE = """usage:
   hermes agents (workers SELECTOR)
   hermes status (workers SELECTOR)
@@ -145,7 +187,8 @@ USAGE = """usage:
   hermes sessions AGENT (workers WORKER)
   hermes session AGENT SESSION (workers WORKER)
   hermes interrupt AGENT run RUN_ID (workers WORKER)
-  hermes command AGENT "/COMMAND" (session SESSION) (workers WORKER)"""
+  hermes command AGENT "/COMMAND" (session SESSION) (workers WORKER)
+""" + schedules.USAGE
 
 
 class HermesShell(BaseModel):
@@ -159,18 +202,22 @@ class HermesShell(BaseModel):
     chat: Any = Field(
         None, description="AGENT - chat with an agent; without AGENT pick one", json_schema_extra={"presence": True}
     )
-    sessions: Dict[StrictStr, HermesSessionsCommand] = Field(
-        None, description="List an agent's sessions", json_schema_extra={"pkey": "agent", "pkey_description": "Agent name"}
-    )
+    sessions: Dict[StrictStr, HermesSessionsCommand] = agent_verb("List an agent's sessions")
     session: Any = Field(
         None, description="AGENT SESSION - show a session; with invoke, chat or command: the session to continue"
     )
-    interrupt: Dict[StrictStr, HermesInterruptCommand] = Field(
-        None,
-        description="Stop an agent's running turn",
-        json_schema_extra={"pkey": "agent", "pkey_description": "Agent name"},
-    )
+    interrupt: Dict[StrictStr, HermesInterruptCommand] = agent_verb("Stop an agent's running turn")
     command: Any = Field(None, description='AGENT "/COMMAND" - run a native command, e.g. "/usage"')
+    schedules: Dict[StrictStr, HermesSchedulesCommand] = agent_verb("List an agent's scheduled checks")
+    pause: Dict[StrictStr, HermesPauseCommand] = agent_verb("Pause a scheduled check")
+    resume: Dict[StrictStr, HermesResumeCommand] = agent_verb("Resume a paused scheduled check")
+    history: Dict[StrictStr, HermesHistoryCommand] = agent_verb("Runs of a scheduled check and their findings")
+    # plain str (see exact_values): PICLE keeps the values as typed, so an id 0012 or a name 1.10 stays one
+    schedule: str = Field(None, description="AGENT create|update|run|remove ... - change or run a scheduled check")
+    name: str = Field(None, description="(schedule create, update) schedule name")
+    prompt: str = Field(None, description="(schedule update) what the agent is asked at every run")
+    every: str = Field(None, description='(schedule update) when: "10m" (every 10m), "*/5 * * * *", an ISO time')
+    repeat: Optional[StrictInt] = Field(None, description="(schedule create, update) stop after this many runs")
     workers: Optional[StrictStr] = Field(None, description="Hermes worker name or glob, e.g. hermes-lab-*")
     timeout: Optional[StrictInt] = Field(None, description="Run budget in seconds (invoke, chat)")
 
@@ -179,6 +226,12 @@ class HermesShell(BaseModel):
         prompt = "nf[hermes]#"
 
     source_workers = WorkersOption.source_workers
+
+    @field_validator("schedule", mode="before")
+    @classmethod
+    def exact_values(cls, value: Any) -> Any:
+        """Several values of a plain str field arrive as a list (checked only in the nf[hermes]# subshell)."""
+        return " ".join(map(str, value)) if isinstance(value, list) else value
 
     @staticmethod
     def source_agents(choice: Optional[str] = None) -> List[str]:
@@ -189,7 +242,7 @@ class HermesShell(BaseModel):
         names = {a["name"] for res in replies.values() if not res.get("failed") for a in res.get("result") or []}
         return sorted(name for name in names if not choice or name.startswith(choice))
 
-    source_invoke = source_chat = source_command = source_agents
+    source_invoke = source_chat = source_command = source_schedule = source_agents
 
     @staticmethod
     def run(picle_app: Any = None, **kwargs: Any) -> RenderableType:
@@ -209,6 +262,9 @@ class HermesShell(BaseModel):
         if verb == "chat":
             args = positionals(kwargs["chat"])
             return guarded(lambda: run_chat(picle_app, args[0] if args else None, session, workers, timeout))
+        if kwargs.get("schedule") is not None:
+            args, options = positionals(kwargs["schedule"]), {o: kwargs.get(o) for o in schedules.DEFINITION_OPTIONS}
+            return guarded(lambda: schedules.schedule_command(picle_app, router(), args, options, workers))
         if kwargs.get("session") is not None:
             args = positionals(kwargs["session"])
             if len(args) != 2:

@@ -132,7 +132,7 @@ def test_api_keys_never_leave_the_worker(nf, model):
     future = nf.client.submit_job("hermes", "invoke", kwargs={"agent": "alpha", "instructions": token}, workers=WORKER)
     events = list(future.events(timeout=60))
     result = future.result(timeout=60)
-    # the key did reach the model provider, from the profile's private .env
+    # the key did reach the model provider, from the worker's memory (no file holds it)
     authorization = [r["authorization"] for r in model.model.requests if token in str(r["body"])]
     assert authorization and all(a == f"Bearer {SECRET}" for a in authorization)
     returned = [

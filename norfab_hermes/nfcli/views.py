@@ -3,12 +3,12 @@ Renderings of hermes results for the ``nf#`` shell: tables of agents,
 workers and sessions, and one session's conversation.
 """
 
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ..models import AgentSummary, SessionDetails, SessionSummary, WorkerStatus
+from ..models import AgentSummary, SchedulerStatus, SessionDetails, SessionSummary, WorkerStatus
 from ..routing import Target
 from .live import error_text, markdown, table
 
@@ -38,7 +38,7 @@ def agents_view(replies: Dict[str, dict]) -> RenderableType:
 
 
 def status_view(replies: Dict[str, dict]) -> RenderableType:
-    workers, runs = [], []
+    workers, runs, schedulers = [], [], []
     for worker, res in sorted(replies.items()):
         problem = failed(res)
         if problem:
@@ -49,11 +49,25 @@ def status_view(replies: Dict[str, dict]) -> RenderableType:
         ready = Text("yes") if status.ready else Text("no", style="red")
         slots = f"{len(status.active_runs)}/{status.max_concurrent_runs}"
         workers.append([worker, ready, agents, slots, status.threads, "; ".join(status.errors)])
-        runs.extend([worker, run.run_id, run.agent, run.session_id, run.started] for run in status.active_runs)
+        runs.extend([worker, run.run_id, run.agent, run.session_id, run.started, run.schedule_id] for run in status.active_runs)
+        schedulers.extend(scheduler_rows(worker, status.scheduler))
     views = [table("hermes workers", ["worker", "ready", "agents", "runs", "threads", "errors"], workers)]
     if runs:
-        views.append(table("active runs", ["worker", "run", "agent", "session", "started"], runs))
+        views.append(table("active runs", ["worker", "run", "agent", "session", "started", "schedule"], runs))
+    if schedulers:
+        views.append(table("schedulers", ["worker", "ticking", "last tick", "agent", "schedules", "next due", "overdue"], schedulers))
     return Group(*views)
+
+
+def scheduler_rows(worker: str, scheduler: SchedulerStatus) -> List[List[Any]]:
+    """A worker's scheduler: one row per agent with schedules, or one row saying it has none."""
+    ticking = Text("yes") if scheduler.ticking else Text("no", style="red")
+    rows = [
+        [worker, ticking, scheduler.last_tick, name, agent.schedules, agent.next_due, Text(", ".join(agent.overdue), style="red")]
+        for name, agent in sorted(scheduler.agents.items())
+        if agent.schedules or agent.overdue
+    ]
+    return rows or [[worker, ticking, scheduler.last_tick, "", 0, "", ""]]
 
 
 def sessions_view(target: Target, sessions: List[dict]) -> RenderableType:

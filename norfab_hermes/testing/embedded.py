@@ -93,10 +93,23 @@ def running_norfab(
         yield nf
 
 
+def wait_until_gone(client: Any, name: str, timeout: float = 60) -> None:
+    """Until the broker no longer lists ``name`` as alive (a killed worker lingers until its keepalives expire)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        reply = client.mmi("mmi.service.broker", "show_workers") or {}
+        if not any(w["name"] == name and w.get("status") == "alive" for w in reply.get("results") or []):
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"worker {name} still registered as alive after {timeout:.0f}s")
+
+
 @contextmanager
 def worker_process(nf: Any, name: str, timeout: float = 90) -> Iterator[subprocess.Popen]:
     """Run worker ``name`` of ``nf``'s inventory as its own OS process, the way an operator
-    starts a remote worker (``nfcli -i inventory.yaml -w -wl NAME``); killed on the way out."""
+    starts a remote worker (``nfcli -i inventory.yaml -w -wl NAME``); stopped on the way out
+    as an operator stops it (Ctrl+C), killed if it does not stop."""
+    wait_until_gone(nf.client, name)
     inventory = Path(nf.inventory_path).resolve()
     nfcli = Path(sys.executable).with_name("nfcli")
     log = open(inventory.parent / f"{name}.out", "ab")
@@ -111,17 +124,22 @@ def worker_process(nf: Any, name: str, timeout: float = 90) -> Iterator[subproce
         wait_for_workers(nf.client, [name], timeout)
         yield process
     finally:
-        kill_process_group(process)
+        kill_process_group(process, signal.SIGINT)
         log.close()
 
 
-def kill_process_group(process: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
-    """Signal a process started by :func:`worker_process` and everything it started."""
-    try:
-        os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        pass
-    process.wait(30)
+def kill_process_group(process: subprocess.Popen, sig: int = signal.SIGKILL, grace: float = 30) -> None:
+    """Signal a process started by :func:`worker_process` and everything it started; SIGKILL after ``grace`` s."""
+    for signal_now in (sig, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, signal_now)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def hermes_worker(url: str, agents: Dict[str, Any], **settings: Any) -> dict:

@@ -1,0 +1,217 @@
+"""
+Scheduled checks from the ``nf#`` shell: ``hermes schedules``, ``pause``,
+``resume``, ``history`` and ``hermes schedule AGENT create|update|run|remove``.
+
+Every command resolves AGENT to one worker the way ``invoke`` does (an agent
+on several workers needs ``workers``) and runs that worker's ``schedule``
+task: an agent's schedules live in its store on its own worker. ``remove``
+asks first when nfcli reads a terminal.
+"""
+
+import re
+import sys
+from typing import Any, Dict, List, Optional, Union
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from ..models import ScheduleInfo, ScheduleResultData, ScheduleRun
+from ..routing import Router, Target
+from .live import error_text, table
+from .views import failed
+
+USAGE = """  hermes schedules AGENT (workers WORKER)
+  hermes pause AGENT schedule ID (workers WORKER)
+  hermes resume AGENT schedule ID (workers WORKER)
+  hermes history AGENT schedule ID (limit N) (workers WORKER)
+  hermes schedule AGENT create "SCHEDULE" "PROMPT" name NAME (repeat N) (workers WORKER)
+  hermes schedule AGENT update ID (prompt "PROMPT") (every "SCHEDULE") (name NAME) (repeat N) (workers WORKER)
+  hermes schedule AGENT run ID (workers WORKER)
+  hermes schedule AGENT remove ID (workers WORKER)
+    SCHEDULE: "every 5m", a cron expression "*/5 * * * *" (a 6th field is seconds), or an ISO time
+    "2026-12-24T09:00" for one run; in update, every "10m" means "every 10m". ID: the schedule's id or name."""
+
+SCHEDULE_ACTIONS = ("create", "update", "run", "remove")  # the actions of 'hermes schedule AGENT ...'
+DEFINITION_OPTIONS = ("name", "prompt", "every", "repeat")
+COLUMNS = ["id", "name", "schedule", "state", "next run", "last run", "last status", "runs", "origin"]
+HISTORY_COLUMNS = ["status", "due", "started", "duration", "finding", "session"]
+FINDING_CHARS = 120  # of a finding's first line shown in history
+BARE_DURATION = re.compile(r"^\d+\s*[a-z]+$", re.IGNORECASE)  # "10m", "2h": alone, Hermes would run it once
+STATUS_STYLES = {"ok": "green", "missed": "yellow", "interrupted": "yellow"}  # anything else is red
+NEXT_STEP = {
+    "create": "run it now: hermes schedule {agent} run {ref} workers {worker}",
+    "pause": "resume it: hermes resume {agent} schedule {ref} workers {worker}",
+    "run": "its finding, once the run ends: hermes history {agent} schedule {ref} workers {worker}",
+}
+
+
+def usage(problem: str) -> Text:
+    return error_text([problem, "usage:", USAGE])
+
+
+def ask(router: Router, target: Target, action: str, **kwargs: Any) -> Union[Text, ScheduleResultData]:
+    """Run the schedule task on the target's worker: its data, or its errors as red text."""
+    res = router.one("schedule", target, {"action": action, **{k: v for k, v in kwargs.items() if v is not None}})
+    return failed(res) or ScheduleResultData.model_validate(res["result"])
+
+
+# ---------------------------------------------------------------- commands
+
+
+def show(router: Router, agent: str, workers: Optional[str]) -> RenderableType:
+    """``hermes schedules AGENT``."""
+    target = router.resolve(agent, workers)
+    data = ask(router, target, "list")
+    if isinstance(data, Text):
+        return data
+    step = (
+        f"runs of one: hermes history {target.agent} schedule ID workers {target.worker}"
+        if data.schedules
+        else f'create one: hermes schedule {target.agent} create "every 5m" "PROMPT" name NAME workers {target.worker}'
+    )
+    return Group(schedules_table(target, data.schedules), hint(step))
+
+
+def act(router: Router, agent: str, workers: Optional[str], action: str, ref: str, **kwargs: Any) -> RenderableType:
+    """``hermes pause|resume|history AGENT schedule ID`` and ``hermes schedule AGENT run|update ID``."""
+    target = router.resolve(agent, workers)
+    data = ask(router, target, action, schedule_id=ref, **kwargs)
+    if isinstance(data, Text):
+        return data
+    return history_view(target, data) if action == "history" else action_view(target, data)
+
+
+def schedule_command(
+    app: Any, router: Router, args: List[str], options: Dict[str, Any], workers: Optional[str]
+) -> RenderableType:
+    """``hermes schedule AGENT ACTION ...``: ``args`` are the verb's values, ``options`` name, prompt, every, repeat."""
+    if len(args) < 2 or args[1] not in SCHEDULE_ACTIONS:
+        return usage(f"hermes schedule takes an agent and one of {', '.join(SCHEDULE_ACTIONS)}")
+    agent, action, rest = args[0], args[1], args[2:]
+    given = {key: value for key, value in options.items() if value is not None}
+    text = {key: str(value) for key, value in given.items() if key != "repeat"}
+    if action == "create":
+        if len(rest) < 2 or "name" not in given or "prompt" in given or "every" in given:
+            return usage('create takes the schedule and the prompt, each quoted, and a name: create "every 5m" "PROMPT" name NAME')
+        definition = {"schedule": rest[0], "prompt": " ".join(rest[1:]), "name": text["name"], "repeat": given.get("repeat")}
+        target = router.resolve(agent, workers)
+        data = ask(router, target, "create", definition={k: v for k, v in definition.items() if v is not None})
+        return data if isinstance(data, Text) else action_view(target, data)
+    if len(rest) != 1:
+        return usage(f"{action} takes one schedule id or name (quote a name with spaces)")
+    if action == "update":
+        if not given:
+            return usage(f"update takes what to change: {', '.join(DEFINITION_OPTIONS)}")
+        definition = {
+            "name": text.get("name"),
+            "prompt": text.get("prompt"),
+            "schedule": every(text["every"]) if "every" in text else None,
+            "repeat": given.get("repeat"),
+        }
+        return act(router, agent, workers, "update", rest[0], definition={k: v for k, v in definition.items() if v is not None})
+    if given:
+        return usage(f"{action} takes no {', '.join(given)}; those are for create and update")
+    if action == "remove":
+        return remove(app, router, agent, workers, rest[0])
+    return act(router, agent, workers, action, rest[0])
+
+
+def remove(app: Any, router: Router, agent: str, workers: Optional[str], ref: str) -> RenderableType:
+    """Remove a schedule with its history; on a terminal, only after a yes."""
+    target = router.resolve(agent, workers)
+    if on_terminal():
+        found = ask(router, target, "history", schedule_id=ref, limit=1)  # the worker's own id-or-name lookup
+        if isinstance(found, Text):
+            return found
+        info = found.schedules[0]
+        question = (
+            f"remove schedule '{info.name}' ({info.schedule_id}, {info.runs} runs) of agent '{target.agent}' "
+            f"on worker '{target.worker}' with its history? [y/N] "
+        )
+        if not confirm(app, question):
+            return Text("nothing removed", style="yellow")
+        ref = info.schedule_id  # exactly the schedule confirmed
+    data = ask(router, target, "remove", schedule_id=ref)
+    return data if isinstance(data, Text) else action_view(target, data)
+
+
+def on_terminal() -> bool:
+    try:
+        return bool(sys.stdin and sys.stdin.isatty())
+    except (AttributeError, ValueError):  # stdin replaced or closed
+        return False
+
+
+def confirm(app: Any, question: str) -> bool:
+    """A yes/no line through PICLE's prompt; anything but y or yes, Ctrl+C and Ctrl+D are a no."""
+    try:
+        answer = app._read_interactive_input(question, inline_help=False)
+    except (KeyboardInterrupt, EOFError):
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def every(value: str) -> str:
+    """The schedule of ``every VALUE``: a bare duration recurs ("10m" -> "every 10m"), anything else as given."""
+    return f"every {value}" if BARE_DURATION.match(value.strip()) else value
+
+
+# ------------------------------------------------------------------- views
+
+
+def hint(text: str) -> Text:
+    return Text(text, style="dim")
+
+
+def schedules_table(target: Target, schedules: List[ScheduleInfo]) -> RenderableType:
+    rows = [
+        [
+            s.schedule_id,
+            s.name,
+            s.schedule,
+            Text(s.state, style="yellow" if s.state == "paused" else ""),
+            s.next_run,
+            s.last_run,
+            status_text(s.last_status),
+            f"{s.runs}/{s.repeat}" if s.repeat else s.runs,
+            s.origin,
+        ]
+        for s in schedules
+    ]
+    return table(f"schedules of agent '{target.agent}' on worker '{target.worker}'", COLUMNS, rows)
+
+
+def action_view(target: Target, data: ScheduleResultData) -> RenderableType:
+    parts: List[RenderableType] = [Text(data.message)]
+    if data.schedules:
+        parts.append(schedules_table(target, data.schedules))
+        step = NEXT_STEP.get(data.action)
+        if step:
+            parts.append(hint(step.format(agent=target.agent, ref=data.schedules[0].schedule_id, worker=target.worker)))
+    return Group(*parts)
+
+
+def history_view(target: Target, data: ScheduleResultData) -> RenderableType:
+    info = data.schedules[0]
+    rows = [
+        [status_text(run.status), run.due, run.started, f"{run.duration:.1f}s" if run.duration is not None else None, finding(run), run.session_id]
+        for run in data.history
+    ]
+    title = f"runs of schedule '{info.name}' ({info.schedule_id}, {info.state}, next run {info.next_run or 'none'}), newest first"
+    parts: List[RenderableType] = [table(title, HISTORY_COLUMNS, rows)]
+    if any(run.session_id for run in data.history):
+        parts.append(hint(f"read a whole finding: hermes session {target.agent} SESSION workers {target.worker}"))
+    return Group(*parts)
+
+
+def status_text(status: Optional[str]) -> Optional[Text]:
+    return Text(status, style=STATUS_STYLES.get(status, "red")) if status else None
+
+
+def finding(run: ScheduleRun) -> str:
+    """The first line of what a run found; a missed or failed run's note or warnings when it found nothing."""
+    text = run.response.strip() or run.note or "; ".join(run.warnings)
+    lines = text.splitlines() or [""]
+    line = lines[0][:FINDING_CHARS]
+    more = len(lines) > 1 or len(lines[0]) > FINDING_CHARS or run.truncated
+    return ("(silent) " if run.silent else "") + line + (" ..." if more else "")
