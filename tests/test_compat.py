@@ -74,6 +74,14 @@ def test_pinned_version():
         "import inspect, run_agent, agent.agent_runtime_helpers as h; "
         "out.append('_iter_pool_sockets(client)' in inspect.getsource(h.force_close_tcp_sockets) "
         "and 'mounts=' in inspect.getsource(run_agent.AIAgent._build_keepalive_http_client))",
+        # cron: scheduled jobs run through the host; grace, clock, prompt and silence are Hermes'
+        "import inspect, cron.scheduler as s; src = inspect.getsource(s.run_one_job); "
+        "out.append('run_job(' in src and 'defer_agent_teardown=' in src and callable(s._build_job_prompt) "
+        "and callable(s._is_cron_silence_response) and 'sync' in inspect.signature(s.tick).parameters)",
+        "import cron.jobs as j; out.append(all(callable(getattr(j, f)) for f in ('_compute_grace_seconds', '_hermes_now', "
+        "'use_cron_store', 'resolve_job_ref', 'compute_next_run', 'trigger_job', 'pause_job', 'resume_job')))",
+        # a sixth cron field counts seconds (tests and the demo schedule every few seconds)
+        "import cron.jobs as j; s = j.parse_schedule('* * * * * */5'); out.append(s['kind'] == 'cron')",
         # the log split finds Hermes' queue handler by its marker
         "import logging, hermes_logging; hermes_logging.setup_logging(mode='gateway'); "
         "out.append(any(getattr(h, '_hermes_queue', False) for h in logging.getLogger().handlers))",

@@ -23,3 +23,7 @@ def test_demo_investigates_the_lab_and_quotes_device_output():
     assert "* 10.23.0.1, from 10.0.0.1, 2d02h ago, via GigabitEthernet0/0" in out
     assert "r3 has 1400 bytes, r1 has 1500 bytes" in out
     assert out.count("completed | run ") == 2
+    # the interface check as a schedule: fired on its own, reported, changed nothing
+    assert "nf# hermes history interfaces schedule r1-interfaces" in out and "ok | due " in out
+    assert "tool bounce_interface  refused" in out and "this run is not interactive" in out
+    assert "Recommended: 1187 CRC and 14 carrier transitions point at the physical layer" in out.replace("**", "").replace("\n  ", " ")

@@ -1,6 +1,7 @@
 """
 The lab investigation, end to end: NorFab with three FakeNOS routers, a
-nornir worker and a hermes worker, and two questions for its agents.
+nornir worker and a hermes worker, two questions for its agents, and the
+interface check left running as a scheduled check.
 
     python examples/lab/demo.py            (or: make demo)
 
@@ -14,12 +15,15 @@ OpenAI-compatible provider instead, set:
     NORFAB_HERMES_PROVIDER     Hermes provider slug (default: custom)
 
 The demo answers the agent's approval request itself ("yes"); in the
-interactive shell (make shell) you are asked.
+interactive shell (make shell) you are asked. The scheduled check runs with
+nobody to ask: its remediation stays approval-gated, so it reports and
+recommends and never changes a device on its own.
 """
 
 import os
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +89,40 @@ def report(result: dict) -> None:
     print(f"  continue: nf# hermes invoke {result['agent']} \"...\" session {result['session_id']} workers {result['worker']}")
 
 
+SCHEDULE = {"name": "r1-interfaces", "prompt": "Check interfaces on r1", "schedule": "* * * * * */10"}
+
+
+def schedule(client: Any, **kwargs: Any) -> dict:
+    reply = client.run_job("hermes", "schedule", kwargs={"agent": "interfaces", **kwargs}, workers=WORKER, timeout=60)
+    if reply[WORKER]["failed"]:
+        raise SystemExit(f"schedule {kwargs['action']} failed: {reply[WORKER]['errors']}")
+    return reply[WORKER]["result"]
+
+
+def scheduled_check(client: Any) -> None:
+    """The interface check as a schedule: created, fired on its own, its history read back."""
+    print(f'\nnf# hermes schedule interfaces create "{SCHEDULE["schedule"]}" "{SCHEDULE["prompt"]}" name {SCHEDULE["name"]}\n')
+    if any(s["name"] == SCHEDULE["name"] for s in schedule(client, action="list")["schedules"]):
+        schedule(client, action="remove", schedule_id=SCHEDULE["name"])  # left paused by an earlier demo
+    created = schedule(client, action="create", definition=SCHEDULE)
+    print(f"  {created['message']} (every 10 s: a sixth cron field counts seconds)")
+    deadline = time.time() + 60
+    runs = []
+    while not runs and time.time() < deadline:
+        time.sleep(1)
+        runs = [r for r in schedule(client, action="history", schedule_id=SCHEDULE["name"])["history"] if r["status"] != "missed"]
+    schedule(client, action="pause", schedule_id=SCHEDULE["name"])
+    if not runs:
+        raise SystemExit("the schedule did not fire within 60 s")
+    print(f"\nnf# hermes history interfaces schedule {SCHEDULE['name']}\n")
+    for run in runs:
+        print(f"  {run['status']} | due {run['due']} | started {run['started']} | {run['duration']:.1f}s | session {run['session_id']}")
+        print("\n" + textwrap.indent(run["response"], "  ") + "\n")
+        for call in run["tool_calls"]:
+            print(f"  tool {call['tool']:<17} {call['status']:<9} job {call['job_uuid'] or '-'}  {call['error'] or ''}")
+    print(f"\n  the schedule is paused now: nf# hermes resume interfaces schedule {SCHEDULE['name']}")
+
+
 def main() -> None:
     model = None if os.environ.get("NORFAB_HERMES_BASE_URL") else scripted_model()
     where = "scripted model (scenarios/demo.yaml)" if model else os.environ["NORFAB_HERMES_BASE_URL"]
@@ -97,6 +135,7 @@ def main() -> None:
             print(f"agents on {WORKER}: {', '.join(status['agents'])}")
             for agent, question in QUESTIONS:
                 report(ask(nf.client, agent, question))
+            scheduled_check(nf.client)
             print("\nshutting down ...")
     finally:
         if model:
