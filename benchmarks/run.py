@@ -3,7 +3,7 @@ Run every benchmark in one process and write benchmarks/results/results.md
 and results.json. Speed and memory are reported as ratios and absolute
 numbers from one run on this machine; nothing here is a pass/fail test.
 
-usage: python benchmarks/run.py [name ...]   (names: hosting, tools, concurrency)
+usage: python benchmarks/run.py [name ...]   (names: hosting, tools, concurrency, schedules)
 """
 
 import json
@@ -17,11 +17,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import bench_concurrency  # noqa: E402
 import bench_hosting  # noqa: E402
+import bench_schedules  # noqa: E402
 import bench_tools  # noqa: E402
 
 from norfab_hermes.testing.scripted_model import ScriptedModelServer  # noqa: E402
 
-BENCHMARKS = {"hosting": bench_hosting, "tools": bench_tools, "concurrency": bench_concurrency}
+BENCHMARKS = {"hosting": bench_hosting, "tools": bench_tools, "concurrency": bench_concurrency, "schedules": bench_schedules}
 RESULTS = Path(__file__).parent / "results"
 
 

@@ -17,6 +17,8 @@ those positionals, with their options (``session``, ``workers``, ``timeout``,
 verbs (``sessions AGENT``, ``interrupt AGENT``, ``schedules``, ``pause``,
 ``resume``, ``history``) are PICLE key dicts. An agent name equal to, or a
 prefix of, a ``hermes`` keyword must be quoted, and so should instructions.
+Inside the ``nf[hermes]#`` subshell, ``history`` is PICLE's command history:
+run ``hermes history AGENT schedule ID`` from ``nf#``.
 
 Only ``models`` and ``routing`` (plus the shell's own modules) are imported:
 NorFab's task registry is process-global, so the worker module and Hermes
@@ -192,12 +194,12 @@ USAGE = """usage:
 
 
 class HermesShell(BaseModel):
-    """The ``hermes`` commands: agents, sessions and runs of hermes workers."""
+    """The ``hermes`` commands: agents, sessions, runs and scheduled checks of hermes workers."""
 
     model_config = ConfigDict(populate_by_name=True)
 
     agents: HermesAgentsCommand = Field(None, description="List agents of hermes workers")
-    status: HermesStatusCommand = Field(None, description="Show hermes workers: readiness, agents, active runs")
+    status: HermesStatusCommand = Field(None, description="Show hermes workers: readiness, agents, active runs, schedulers")
     invoke: Any = Field(None, description='AGENT "INSTRUCTIONS" - run one agent turn')
     chat: Any = Field(
         None, description="AGENT - chat with an agent; without AGENT pick one", json_schema_extra={"presence": True}

@@ -1,0 +1,69 @@
+"""
+Scheduled checks: how close to their due time schedules fire while several
+agents' schedules fall due together, and what the scheduler costs while
+nothing is due.
+"""
+
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Dict, List
+
+from common import WORKER, median, row, worker, worker_process
+
+from norfab_hermes.testing.embedded import running_norfab
+
+AGENTS = 4
+SCHEDULES_PER_AGENT = 2
+ACCURACY_SECONDS = 120
+IDLE_AGENTS = 20
+IDLE_SECONDS = 30
+
+
+def schedule(client: Any, agent: str, **kwargs: Any) -> Dict[str, Any]:
+    reply = client.run_job("hermes", "schedule", kwargs={"agent": agent, **kwargs}, workers=WORKER, timeout=60)[WORKER]
+    if reply["failed"]:
+        raise RuntimeError(f"schedule failed: {reply['errors']}")
+    return reply["result"]
+
+
+def accuracy(url: str) -> List[Dict[str, Any]]:
+    with running_norfab(Path(tempfile.mkdtemp(prefix="bench-schedules-")), worker(url, AGENTS, max_concurrent_runs=8)) as nf:
+        names = [f"agent-{i:02d}" for i in range(AGENTS)]
+        for agent in names:
+            for n in range(SCHEDULES_PER_AGENT):
+                definition = {"name": f"s{n}", "prompt": f"check {n}", "schedule": "* * * * * */5"}
+                schedule(nf.client, agent, action="create", definition=definition)
+        time.sleep(ACCURACY_SECONDS)
+        lateness = []
+        for agent in names:
+            for n in range(SCHEDULES_PER_AGENT):
+                for run in schedule(nf.client, agent, action="history", schedule_id=f"s{n}", limit=1000)["history"]:
+                    if run["status"] == "ok":
+                        started, due = datetime.fromisoformat(run["started"]), datetime.fromisoformat(run["due"])
+                        lateness.append((started - due).total_seconds())
+    note = f"{AGENTS} agents x {SCHEDULES_PER_AGENT} schedules every 5 s for {ACCURACY_SECONDS} s; fire = the run starts"
+    return [
+        row("schedules", "runs fired", len(lateness), "runs", note),
+        row("schedules", "fire time - due time, median", median(lateness), "s", note),
+        row("schedules", "fire time - due time, max", max(lateness), "s", note),
+    ]
+
+
+def idle_cpu(url: str) -> List[Dict[str, Any]]:
+    with running_norfab(Path(tempfile.mkdtemp(prefix="bench-idle-")), worker(url, IDLE_AGENTS)) as nf:
+        for i in range(IDLE_AGENTS):
+            definition = {"name": "hourly", "prompt": "check", "schedule": "every 1h"}
+            schedule(nf.client, f"agent-{i:02d}", action="create", definition=definition)
+        process = worker_process(nf.client)
+        time.sleep(3)
+        before = sum(process.cpu_times()[:2])
+        time.sleep(IDLE_SECONDS)
+        used = sum(process.cpu_times()[:2]) - before
+    note = f"hermes worker process, {IDLE_AGENTS} agents with one hourly schedule each, nothing due, {IDLE_SECONDS} s"
+    return [row("schedules", "worker CPU while idle", 100 * used / IDLE_SECONDS, "% of a core", note)]
+
+
+def run(url: str) -> List[Dict[str, Any]]:
+    return accuracy(url) + idle_cpu(url)
