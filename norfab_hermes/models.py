@@ -363,6 +363,11 @@ class AgentSummary(StrictModel):
     provider: Union[None, StrictStr] = Field(None, description="Model provider")
     available: StrictBool = Field(..., description="Ready to take runs")
     error: Union[None, StrictStr] = Field(None, description="Why the agent is not available")
+    worker: Union[None, StrictStr] = Field(None, description="Worker serving the agent")
+    owner: Union[None, StrictStr] = Field(
+        None, description="inventory, runtime (created with manage_agent) or native (a profile made with Hermes)"
+    )
+    state: Union[None, StrictStr] = Field(None, description="running, stopped or invalid")
 
 
 class AgentDetails(AgentSummary):
@@ -447,6 +452,24 @@ class WorkerStatus(StrictModel):
     threads: int = Field(0, description="Threads of the worker process")
     open_files: int = Field(0, description="Open file descriptors of the worker process")
     scheduler: SchedulerStatus = Field(SchedulerStatus(), description="Scheduled checks: ticking, next due, overdue")
+
+
+class AgentAction(str, Enum):
+    create = "create"
+    clone = "clone"
+    start = "start"
+    stop = "stop"
+    restart = "restart"
+    delete = "delete"
+
+
+class ManageAgentResultData(StrictModel):
+    action: StrictStr = Field(..., description="The action done")
+    agent: StrictStr = Field(..., description="Agent name")
+    worker: StrictStr = Field(..., description="Worker name")
+    owner: Union[None, StrictStr] = Field(None, description="inventory, runtime or native")
+    state: StrictStr = Field(..., description="running, stopped, invalid, or deleted")
+    done: List[StrictStr] = Field([], description="What the action did, step by step")
 
 
 class ScheduleAction(str, Enum):
@@ -597,6 +620,22 @@ class ScheduleInput(AgentInput):
         None, description="create: name, prompt and schedule (repeat, skills optional); update: the fields to change"
     )
     limit: PositiveInt = Field(20, description="history: newest runs to return")
+
+
+class ManageAgentInput(AgentInput):
+    action: AgentAction = Field(..., description="create, clone, start, stop, restart or delete")
+    definition: Union[None, Dict[StrictStr, Any]] = Field(
+        None, description="create: the agent definition; clone: fields to change in the copy (e.g. hermes.model)"
+    )
+    source: Union[None, StrictStr] = Field(None, description="create: an nf:// file holding the definition")
+    clone_from: Union[None, StrictStr] = Field(None, description="clone: the agent to copy")
+    interrupt: StrictBool = Field(
+        False, description="stop, restart, delete: interrupt the agent's runs in flight instead of refusing"
+    )
+
+
+class ManageAgentResult(Result):
+    result: Union[None, ManageAgentResultData] = Field(None, description="What the action did")
 
 
 class GetStatusInput(TaskInput):

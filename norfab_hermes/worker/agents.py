@@ -1,37 +1,47 @@
 """
-The agents of one worker: their definitions, which of them can take runs and
-why not, and the native Hermes profile each is rendered into.
+The agents of one worker: their definitions, who owns each, which of them
+can take runs and why not, and the native Hermes profile each is served as.
 
-Each agent is one Hermes profile under ``<instance root>/profiles/<agent>``.
-Profile files are rewritten from inventory at every start, so inventory stays
-authoritative; the provider keys a profile needs stay in this catalog's
-memory and are handed to Hermes through its secret scope, never written.
+Every agent is one Hermes profile under ``<instance root>/profiles/<agent>``
+and has an owner:
+
+* ``inventory``: defined in the worker's inventory, which stays authoritative
+  at every start; an agent removed from inventory keeps its profile (its
+  history) and is no longer served;
+* ``runtime``: created with ``manage_agent``; its definition is kept in its
+  profile (``norfab.yaml``) and it is served again after a restart;
+* ``native``: a profile an operator made with Hermes itself; it is served as
+  it is, with what serving through NorFab needs added.
+
+The provider keys a profile needs stay in this catalog's memory and are
+handed to Hermes through its secret scope, never written.
 """
 
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 import yaml
 
-from ..errors import AgentUnavailable
-from ..models import AgentDefinition, HermesInventory
+from ..errors import AgentUnavailable, InventoryError
+from ..models import AgentDefinition, HermesInventory, parse_agent
 from . import profiles
 from .hermes import profile_store
 from .hermes.plugin import NORFAB_TOOLSET
 
 MIN_SECRET_CHARS = 6  # shorter values would mask ordinary words
+INVENTORY, RUNTIME, NATIVE = "inventory", "runtime", "native"
 
 
 class AgentCatalog:
     """
-    Agent definitions by name and the errors of those that cannot run.
+    Agent definitions by name, their owners and states, and the errors of those that cannot run.
 
     Args:
         worker_name: for messages.
         root: the instance root.
         inventory: the worker's validated inventory.
-        agents: valid definitions by agent name.
+        agents: valid inventory definitions by agent name.
         errors: agent name to why it is unavailable (invalid or unreadable definition).
     """
 
@@ -48,8 +58,13 @@ class AgentCatalog:
         self.inventory = inventory
         self.agents = dict(agents)
         self.errors = dict(errors)
+        self.owners: Dict[str, str] = {name: INVENTORY for name in {*agents, *errors}}
+        self.stopped: Set[str] = set()
         self.warnings: List[str] = []  # problems that do not stop an agent
         self._secrets: Dict[Path, Dict[str, str]] = {}  # profile home -> its provider keys
+
+    def home(self, agent: str) -> Path:
+        return self.root / "profiles" / agent
 
     def max_turns(self, definition: AgentDefinition) -> int:
         return int((definition.hermes.get("agent") or {}).get("max_turns") or self.inventory.max_turns)
@@ -65,35 +80,91 @@ class AgentCatalog:
         and the host stops each run at its own budget first."""
         return max([self.max_turns(d) for d in self.agents.values()] + [self.inventory.max_turns]) + 1
 
+    # ---------------------------------------------------------------- start
+
     def sync_profiles(self) -> None:
-        """Render every agent's profile; stop serving profiles that left inventory (their state is kept)."""
+        """Render every inventory agent's profile; serve runtime and native profiles found on disk."""
         for name, definition in list(self.agents.items()):
-            home = profile_store.ensure_profile(name)
-            try:
-                config, secrets = profiles.profile_config(
-                    name,
-                    definition,
-                    self.inventory.model,
-                    self.max_turns(definition),
-                    os.environ,
-                    profile_store.provider_key_vars,
-                )
-            except ValueError as error:
-                self.errors[name] = f"agent '{name}': {error}"
-                del self.agents[name]
-                profiles.disable_profile(home)
-                continue
-            profiles.write_profile(home, config, definition.instructions)
-            self._secrets[home.resolve()] = secrets
+            self.render(name, definition, INVENTORY, profiles.read_marker(self.home(name)).get("stopped", False))
         for name in profiles.served_profiles(self.root):
-            if name not in self.agents:
-                profiles.disable_profile(self.root / "profiles" / name)
+            if name in self.errors:  # an invalid inventory agent: its profile stays, unserved
+                profiles.disable_profile(self.home(name))
+            if name in self.owners:
+                continue
+            marker = profiles.read_marker(self.home(name))
+            if marker.get("owner") == INVENTORY:  # left inventory: its history stays, it is not served
+                profiles.disable_profile(self.home(name))
+            elif marker.get("owner") == RUNTIME:
+                try:
+                    self.render(name, parse_agent(name, marker.get("definition")), RUNTIME, marker.get("stopped", False))
+                except InventoryError as error:
+                    self.owners[name], self.errors[name] = RUNTIME, str(error)
+            else:
+                self.serve_native(name)
         for name, definition in self.agents.items():
             if definition.tools and NORFAB_TOOLSET not in definition.toolsets:
                 self.warnings.append(
                     f"agent '{name}' defines tools but its toolsets do not list '{NORFAB_TOOLSET}': "
                     "the tools are not offered"
                 )
+
+    def render(self, name: str, definition: AgentDefinition, owner: str, stopped: bool = False) -> None:
+        """Write the profile of an agent the worker defines; an unusable model makes it invalid."""
+        home = profile_store.ensure_profile(name)
+        self.owners[name] = owner
+        self.errors.pop(name, None)
+        try:
+            config, secrets = profiles.profile_config(
+                name, definition, self.inventory.model, self.max_turns(definition), os.environ, profile_store.provider_key_vars
+            )
+        except ValueError as error:
+            self.errors[name] = f"agent '{name}': {error}"
+            self.agents.pop(name, None)
+            profiles.disable_profile(home)
+            return
+        profiles.write_profile(home, config, definition.instructions)
+        kept = definition.model_dump(exclude_defaults=True) if owner == RUNTIME else None
+        profiles.write_marker(home, owner, kept, stopped)
+        self._secrets[home.resolve()] = secrets
+        self.agents[name] = definition
+        self._set_stopped(name, stopped)
+
+    def serve_native(self, name: str) -> None:
+        """A profile made with Hermes itself: served with its own model, instructions and toolsets."""
+        config = profiles.serve_native(self.home(name))
+        max_turns = (config.get("agent") or {}).get("max_turns")
+        soul = self.home(name) / "SOUL.md"
+        instructions = (soul.read_text().strip() if soul.exists() else "") or "native Hermes profile"
+        self.owners[name] = NATIVE
+        self.agents[name] = AgentDefinition(
+            instructions=instructions,
+            description=f"native Hermes profile {name}",
+            hermes={"agent": {"max_turns": max_turns}} if max_turns else {},
+        )
+
+    # -------------------------------------------------------------- changes
+
+    def set_stopped(self, name: str, stopped: bool) -> None:
+        """Mark an agent stopped or running; its profile remembers it across restarts."""
+        if self.owners.get(name) in (INVENTORY, RUNTIME):
+            marker = profiles.read_marker(self.home(name))
+            profiles.write_marker(self.home(name), self.owners[name], marker.get("definition"), stopped)
+        self._set_stopped(name, stopped)
+
+    def _set_stopped(self, name: str, stopped: bool) -> None:
+        if stopped:
+            self.stopped.add(name)
+        else:
+            self.stopped.discard(name)
+
+    def forget(self, name: str) -> None:
+        """A deleted agent."""
+        for table in (self.agents, self.errors, self.owners):
+            table.pop(name, None)
+        self.stopped.discard(name)
+        self._secrets.pop(self.home(name).resolve(), None)
+
+    # --------------------------------------------------------------- reads
 
     def secrets_for(self, home: Path) -> Dict[str, str]:
         """The provider keys of the profile at ``home`` (Hermes' secret scope)."""
@@ -111,16 +182,29 @@ class AgentCatalog:
         if agent not in self.agents:
             known = ", ".join(sorted(self.available())) or "none"
             raise AgentUnavailable(f"agent '{agent}' not found on worker '{self.worker_name}'; known agents: {known}")
+        if agent in self.stopped:
+            raise AgentUnavailable(
+                f"agent '{agent}' on worker '{self.worker_name}' is stopped; start it with manage_agent action 'start'"
+            )
         return self.agents[agent]
 
+    def known(self, agent: str) -> bool:
+        return agent in self.owners
+
     def available(self) -> List[str]:
-        return [name for name in self.agents if name not in self.errors]
+        return [name for name in self.agents if name not in self.errors and name not in self.stopped]
+
+    def state(self, agent: str) -> str:
+        """running, stopped or invalid."""
+        if agent in self.errors:
+            return "invalid"
+        return "stopped" if agent in self.stopped else "running"
 
     def availability(self) -> Dict[str, bool]:
-        """Every agent of the inventory, valid or not, and whether it can take runs."""
-        return {name: name in self.agents and name not in self.errors for name in sorted({*self.agents, *self.errors})}
+        """Every agent, valid or not, and whether it can take runs."""
+        return {name: self.state(name) == "running" for name in sorted(self.owners)}
 
     def effective_config(self, agent: str) -> Dict[str, Any]:
         """The config.yaml Hermes reads for the agent's profile."""
-        path = self.root / "profiles" / agent / "config.yaml"
+        path = self.home(agent) / "config.yaml"
         return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}

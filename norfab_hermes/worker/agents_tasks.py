@@ -1,9 +1,10 @@
-"""Tasks that describe the agents of a worker."""
+"""Tasks about the agents of a worker: list and show them, and change them while the worker runs."""
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from norfab.models import Result
 
+from ..errors import InvalidRequest
 from ..models import (
     SUPPORTED_COMMANDS,
     AgentDetails,
@@ -11,6 +12,8 @@ from ..models import (
     AgentSummary,
     GetAgentResult,
     GetAgentsResult,
+    ManageAgentInput,
+    ManageAgentResult,
     TaskInput,
 )
 from ..redact import redact
@@ -26,6 +29,37 @@ class AgentTasks:
         if host is None:
             return Result(result=[])
         return Result(result=[summary.model_dump() for summary in agent_summaries(host)])
+
+    @HermesTask(input=ManageAgentInput, output=ManageAgentResult, fastapi={"methods": ["POST"]}, mcp=False, agent={"enabled": False})
+    def manage_agent(
+        self,
+        action: str,
+        agent: str,
+        definition: Optional[Dict[str, Any]] = None,
+        source: Optional[str] = None,
+        clone_from: Optional[str] = None,
+        interrupt: bool = False,
+    ) -> Result:
+        """
+        Create, clone, start, stop, restart or delete an agent while the worker runs.
+
+        Args:
+            action: create, clone, start, stop, restart or delete.
+            agent: agent name (the new one for create and clone).
+            definition: create: the agent definition; clone: fields to change in the copy.
+            source: create: an nf:// file holding the definition, instead of ``definition``.
+            clone_from: clone: the agent to copy.
+            interrupt: stop, restart, delete: interrupt the agent's runs in flight instead of refusing.
+
+        Returns:
+            Result whose ``result`` says what was done and the agent's owner and state.
+        """
+        if source is not None:
+            if definition is not None:
+                raise InvalidRequest("definition: give a definition or a source, not both")
+            definition = self.fetch_definition(agent, source).model_dump(exclude_defaults=True)
+        result = self.running_host().manage_agent(action, agent, definition, clone_from, interrupt)
+        return Result(result=result.model_dump())
 
     @HermesTask(
         input=AgentInput,
@@ -44,7 +78,8 @@ class AgentTasks:
 
 
 def agent_summary(host: HermesHost, name: str, available: bool, config: Dict[str, Any]) -> AgentSummary:
-    definition = host.catalog.agents.get(name)
+    catalog = host.catalog
+    definition = catalog.agents.get(name)
     model = config.get("model") or {}
     return AgentSummary(
         name=name,
@@ -52,7 +87,10 @@ def agent_summary(host: HermesHost, name: str, available: bool, config: Dict[str
         model=model.get("default"),
         provider=model.get("provider"),
         available=available,
-        error=host.catalog.errors.get(name),
+        error=catalog.errors.get(name),
+        worker=host.worker_name,
+        owner=catalog.owners.get(name),
+        state=catalog.state(name),
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 import yaml
 from norfab.core.worker import NFPWorker
 
-from ..errors import AgentUnavailable, InventoryError
+from ..errors import AgentUnavailable, InvalidRequest, InventoryError
 from ..models import AgentDefinition, AgentReference, parse_agent, parse_inventory
 from .agents_tasks import AgentTasks
 from .host import HermesHost
@@ -89,11 +89,25 @@ class HermesWorker(NFPWorker, RunTasks, SessionTasks, AgentTasks, ScheduleTasks,
                 log.error(f"{self.name} - Agent '{name}' is unavailable: {error}")
                 errors[name] = str(error)
         root = Path(inventory.hermes_home or os.path.join(self.base_dir, "hermes"))
-        return HermesHost(self.name, root, inventory, agents, errors, client=self.client)
+        return HermesHost(self.name, root, inventory, agents, errors, client=self.client, definition_of=self._inventory_definition)
 
     def _load_reference(self, name: str, reference: AgentReference) -> AgentDefinition:
-        url = reference.from_yaml_file
-        for _ in range(FETCH_ATTEMPTS):
+        # at start-up the filesharing worker may not be ready yet: try for a while
+        return self.fetch_definition(name, reference.from_yaml_file, FETCH_ATTEMPTS)
+
+    def _inventory_definition(self, name: str) -> AgentDefinition:
+        """An inventory agent's definition as the inventory says now (its nf:// file read again)."""
+        entry = parse_inventory(self.load_inventory() or {}).agents.get(name)
+        if entry is None:
+            raise InvalidRequest(f"agent: '{name}' is no longer in the worker's inventory; restart the worker to drop it")
+        parsed = parse_agent(name, entry)
+        return self.fetch_definition(name, parsed.from_yaml_file) if isinstance(parsed, AgentReference) else parsed
+
+    def fetch_definition(self, name: str, url: str, attempts: int = 1) -> AgentDefinition:
+        """An agent definition from a file NorFab serves (nf://...), validated like inventory."""
+        if not url.startswith(("nf://", "git://")):
+            raise InvalidRequest(f"source: '{url}' must be an nf:// or git:// URL of a file NorFab serves")
+        for _ in range(attempts):
             text = self.fetch_file(url, raise_on_fail=False, read=True)
             if text is not None:
                 break

@@ -20,6 +20,7 @@ from ..models import (
     HermesInventory,
     InterruptResultData,
     InvokeResultData,
+    ManageAgentResultData,
     ScheduleDefinition,
     ScheduleResultData,
     SessionDetails,
@@ -29,6 +30,7 @@ from ..models import (
 from . import commands, turns
 from .agents import AgentCatalog
 from .hermes import compat, plugin, port
+from .lifecycle import Lifecycle
 from .runs import Run, RunRegistry, ToolBudget
 from .runtime import HermesRuntime
 from .schedules import Schedules
@@ -39,6 +41,7 @@ from .tool_specs import ToolBox, ToolSpec
 log = logging.getLogger(__name__)
 
 JOB_TIMEOUT_MARGIN = 3.0  # seconds between the end of a run budget and the NorFab job timeout
+STOP_ADAPTER_TIMEOUT = 30.0
 CUT_BY_RESTART = (
     "[This turn was cut short: the hermes worker stopped before it finished, and it was not resumed. "
     "The request above was not completed; answer the next message for itself.]"
@@ -66,6 +69,7 @@ class HermesHost:
         agents: Dict[str, AgentDefinition],
         errors: Dict[str, str],
         client: Any = None,
+        definition_of: Optional[Callable[[str], AgentDefinition]] = None,
     ) -> None:
         self.worker_name = worker_name
         self.inventory = inventory
@@ -76,6 +80,7 @@ class HermesHost:
         self.sessions = Sessions(worker_name, self.runtime)
         self.tools = ToolBox(client)
         self.schedules = Schedules(worker_name, self.catalog, self.runtime, self.run_scheduled)
+        self.lifecycle = Lifecycle(worker_name, self.catalog, self.runtime, self.runs, self.tools, definition_of or self.catalog.require)
         self.tool_runner = ToolRunner(
             client,
             inventory.tool_result_max_chars,
@@ -101,7 +106,9 @@ class HermesHost:
         port.bind(self)
         self.runtime.start_gateway(self.inventory.max_concurrent_runs, self._settle_cut_turns)
         for name in self.catalog.agents:
-            if compat.profile_adapter(self.runtime.runner, name) is None:
+            if name in self.catalog.stopped:  # stopped before the restart: Hermes attached it with the others
+                self.runtime.submit(compat.stop_profile(self.runtime.runner, name)).result(STOP_ADAPTER_TIMEOUT)
+            elif compat.profile_adapter(self.runtime.runner, name) is None:
                 self.catalog.errors.setdefault(name, f"agent '{name}': Hermes did not start its NorFab adapter")
         self.schedules.start()
         log.info(f"{self.worker_name} - Hermes gateway serving agents {sorted(self.catalog.available())}")
@@ -224,8 +231,16 @@ class HermesHost:
     def schedule(
         self, agent: str, action: str, schedule_id: Optional[str], definition: Optional[ScheduleDefinition], limit: int
     ) -> ScheduleResultData:
-        self.require(agent)
+        if action == "run" or agent not in self.catalog.stopped:
+            self.require(agent)
         return self.schedules.act(agent, action, schedule_id, definition, limit)
+
+    def manage_agent(
+        self, action: str, agent: str, definition: Optional[Dict[str, Any]], clone_from: Optional[str], interrupt: bool
+    ) -> ManageAgentResultData:
+        if self.stopping.is_set():
+            raise AgentUnavailable(f"worker '{self.worker_name}' is shutting down")
+        return self.lifecycle.act(action, agent, definition, clone_from, interrupt)
 
     def command(self, agent: str, command: str, session_id: Optional[str]) -> CommandResultData:
         self.require(agent)

@@ -1,18 +1,22 @@
 """
-Native Hermes profiles rendered from hermes worker inventory.
+Native Hermes profiles rendered from agent definitions.
 
 Each agent is one Hermes profile under ``<instance root>/profiles/<agent>``.
-The worker owns three files of each profile - ``config.yaml``, ``SOUL.md``
-and an empty ``.env`` (provider keys stay in the worker's memory) - and
-rewrites them from inventory at every start, so inventory
-stays authoritative. Everything else in the profile (sessions, memories,
-skills, cron jobs) is Hermes runtime state and is never touched.
+For agents it defines (inventory and runtime agents) the worker owns three
+files of the profile - ``config.yaml``, ``SOUL.md`` and an empty ``.env``
+(provider keys stay in the worker's memory) - and rewrites them at every
+start, so the definition stays authoritative; ``norfab.yaml`` records who
+owns the profile (and a runtime agent's definition). A profile an operator
+made with Hermes itself has no such file: it is served as it is, with only
+what serving through NorFab needs added. Everything else in a profile
+(sessions, memories, skills, cron jobs) is Hermes runtime state and is
+never touched.
 """
 
 import copy
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import yaml
 
@@ -141,6 +145,40 @@ def write_profile(home: Path, config: Dict[str, Any], instructions: str) -> None
     write_config(home / "config.yaml", config)
     write_file(home / "SOUL.md", instructions.rstrip() + "\n")
     write_file(home / ".env", "", mode=0o600)
+
+
+MARKER = "norfab.yaml"  # owner (inventory or runtime), a runtime agent's definition, whether it is stopped
+
+
+def read_marker(home: Path) -> Dict[str, Any]:
+    """The profile's ownership record; empty for a profile made with Hermes itself."""
+    path = home / MARKER
+    return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+
+
+def write_marker(home: Path, owner: str, definition: Optional[Dict[str, Any]] = None, stopped: bool = False) -> None:
+    record: Dict[str, Any] = {"owner": owner, "stopped": stopped}
+    if definition is not None:
+        record["definition"] = definition
+    write_config(home / MARKER, record)
+
+
+def serve_native(home: Path) -> Dict[str, Any]:
+    """Serve a profile made with Hermes itself through NorFab, changing no more than that needs.
+
+    Its own settings stay; the NorFab platform is enabled, the settings every
+    hosted profile must have are added, and the platform's tools default to
+    none (a profile names the toolsets it wants under
+    ``platform_toolsets.norfab``). Returns the config as served.
+    """
+    path = home / "config.yaml"
+    config = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    served = merge(config, ENFORCED)
+    served.setdefault("platform_toolsets", {}).setdefault(PLATFORM, [])
+    served.setdefault("platforms", {})[PLATFORM] = {"enabled": True, "home_channel": HOME_CHANNEL}
+    if served != config:
+        write_config(path, served)
+    return served
 
 
 def disable_profile(home: Path) -> None:

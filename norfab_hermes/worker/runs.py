@@ -271,6 +271,13 @@ class RunRegistry:
         run.stop(StopReason.interrupted.value, "interrupted by the operator")
         return InterruptResultData(run_id=run_id, agent=agent, worker=self.worker_name, interrupted=True)
 
+    def stop_agent(self, agent: str, message: str) -> None:
+        """Ask every run of one agent to stop."""
+        with self._lock:
+            runs = [run for run in self._runs.values() if run.agent == agent]
+        for run in runs:
+            run.stop(StopReason.interrupted.value, message)
+
     def stop_all(self, message: str, grace: float, poll: float) -> None:
         """Stop every run and wait up to ``grace`` seconds for them to end."""
         with self._lock:

@@ -79,7 +79,9 @@ class Schedules:
         self._thread: Optional[threading.Thread] = None
         self._next_due: Dict[str, Tuple[float, Optional[datetime]]] = {}  # agent -> (jobs file mtime, next due)
         self.history = ScheduleHistory(worker_name, self.home)
-        self.actions = ScheduleActions(worker_name, self.home, self.history, runtime, self.wake)
+        self.actions = ScheduleActions(
+            worker_name, self.home, self.history, runtime, self.wake, lambda agent: agent in catalog.stopped
+        )
 
     # ---------------------------------------------------------------- ticker
 

@@ -24,16 +24,24 @@ class ScheduleActions:
         history: the runs of the schedules.
         runtime: the Hermes runtime (sessions of chat-created schedules).
         wake: asks the scheduler to check the stores now.
+        stopped: whether an agent is stopped (its schedules do not fire).
     """
 
     def __init__(
-        self, worker_name: str, home: Callable[[str], Path], history: ScheduleHistory, runtime: HermesRuntime, wake: Callable[[], None]
+        self,
+        worker_name: str,
+        home: Callable[[str], Path],
+        history: ScheduleHistory,
+        runtime: HermesRuntime,
+        wake: Callable[[], None],
+        stopped: Callable[[str], bool],
     ) -> None:
         self.worker_name = worker_name
         self.home = home
         self.history = history
         self.runtime = runtime
         self.wake = wake
+        self.stopped = stopped
 
     def act(
         self, agent: str, action: str, ref: Optional[str], definition: Optional[ScheduleDefinition], limit: int
@@ -161,6 +169,8 @@ class ScheduleActions:
             session = compat.chat_session(self.runtime.runner, compat.session_key(origin["chat_id"], agent))
         repeat = job.get("repeat") or {}
         state = job.get("state") or ("scheduled" if enabled(job) else "paused")
+        if state == "scheduled" and self.stopped(agent):
+            state = "paused-by-stop"  # the agent is stopped: its schedules wait for it
         return ScheduleInfo(
             schedule_id=job["id"],
             name=str(job.get("name") or job["id"]),

@@ -183,6 +183,17 @@ def profile_adapters(runner: Any, profile: str) -> Dict[Any, Any]:
     return runner._profile_adapters.get(profile) or {}
 
 
+async def start_profile(runner: Any, profile: str, home: Path) -> None:
+    """Create and connect the profile's adapters in the running gateway (its config is read now)."""
+    await runner._start_one_profile_adapters(profile, home, {})
+
+
+async def stop_profile(runner: Any, profile: str) -> None:
+    """Disconnect and drop the profile's adapters; messages for it are refused from now on."""
+    for adapter in (runner._profile_adapters.pop(profile, None) or {}).values():
+        await adapter.disconnect()
+
+
 def profile_adapter(runner: Any, profile: str) -> Optional[Any]:
     """The NorFab adapter instance serving ``profile``."""
     return profile_adapters(runner, profile).get(platform())

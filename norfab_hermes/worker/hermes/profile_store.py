@@ -3,6 +3,7 @@ Hermes' own profile store: where profiles live, creating them, and which
 environment variables hold a provider's key. Public Hermes APIs only.
 """
 
+import shutil
 from pathlib import Path
 from typing import List
 
@@ -14,6 +15,28 @@ def ensure_profile(name: str) -> Path:
     if not profiles.profile_exists(name):
         profiles.create_profile(name, no_alias=True, no_skills=True)
     return Path(profiles.get_profile_dir(name))
+
+
+def clone_profile(name: str, source: str) -> Path:
+    """A new profile with the source's configuration, instructions and skills (Hermes' clone:
+    not its sessions or memory)."""
+    from hermes_cli import profiles
+
+    return Path(profiles.create_profile(name, clone_from=source, clone_config=True, no_alias=True))
+
+
+def delete_profile(name: str) -> Path:
+    """Remove the profile directory (skills, memory, cron store); sessions stay in the root's state.db.
+
+    Not Hermes' ``delete_profile``: that one also looks for gateway processes
+    and backends bound to the profile to stop them, and in a hermes worker the
+    profile's gateway is this process.
+    """
+    from hermes_cli import profiles
+
+    home = Path(profiles.get_profile_dir(name))
+    shutil.rmtree(home)
+    return home
 
 
 def provider_key_vars(provider: str) -> List[str]:
