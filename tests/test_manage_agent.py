@@ -15,6 +15,7 @@ import yaml
 from conftest import hermes_worker, network, norfab, run
 
 WORKER = "hermes-worker-1"
+LAB_AGENT = Path(__file__).resolve().parents[1] / "examples" / "lab" / "hermes" / "agents" / "interface-check.yaml"
 FB_SCHEMA = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
 CLOCK = {"input_schema": FB_SCHEMA, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show clock"]}}}
 SPECIALIST = {"instructions": "You are the change specialist.", "toolsets": ["norfab"], "tools": {"clock": CLOCK}}
@@ -31,7 +32,7 @@ def lab(model, tmp_path_factory):
     workers, files = network(["r1"])
     workers[WORKER] = {**hermes_worker(model.base_url, AGENTS), "depends_on": ["nornir-worker-1"]}
     files["agents/filed.yaml"] = FILED
-    files["agents/specialist.yaml"] = SPECIALIST
+    files["hermes/agents/interface-check.yaml"] = LAB_AGENT.read_text()
     with norfab(base, workers, files) as nf:
         yield nf, base
 
@@ -66,10 +67,15 @@ def test_a_created_agent_serves_at_once_and_calls_its_tool(lab):
     print(f"create -> first answer with a tool call: {took:.2f}s")
 
 
-def test_create_from_an_nf_file(lab):
+def test_create_from_the_labs_nf_file(lab):
     nf, _ = lab
-    done(manage(nf, "create", "from-file", source="nf://agents/specialist.yaml"))
-    assert run(nf.client, "get_agent", agent="from-file")["result"]["instructions"] == SPECIALIST["instructions"]
+    done(manage(nf, "create", "interface-check", source="nf://hermes/agents/interface-check.yaml"))
+    agent = run(nf.client, "get_agent", agent="interface-check")["result"]
+    assert agent["instructions"].startswith("You check the interfaces of one device for a change window.")
+    assert sorted(agent["tools"]) == ["interface_brief", "interface_detail"]
+    assert not [t for t in agent["tools"].values() if t["error"]]
+    reply = invoke(nf, "interface-check", 'CALL interface_brief {"FB": "r1"}')["result"]
+    assert reply["tool_calls"][0]["status"] == "completed"
 
 
 def test_a_clone_answers_with_its_own_model_and_not_its_sessions(lab, model):
