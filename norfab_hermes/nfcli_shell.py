@@ -15,7 +15,9 @@ text (``invoke AGENT "TEXT"``, ``session AGENT ID``, ``command AGENT "/usage"``,
 those positionals, with their options (``session``, ``workers``, ``timeout``,
 ``name``, ``prompt``, ``every``, ``repeat``) on the same model; agent-only
 verbs (``sessions AGENT``, ``interrupt AGENT``, ``schedules``, ``pause``,
-``resume``, ``history``) are PICLE key dicts. An agent name equal to, or a
+``resume``, ``history``, and the lifecycle verbs ``create``, ``clone``,
+``stop``, ``start``, ``restart``, ``delete`` of :mod:`.nfcli.agents`) are
+PICLE key dicts. An agent name equal to, or a
 prefix of, a ``hermes`` keyword must be quoted, and so should instructions.
 Inside the ``nf[hermes]#`` subshell, ``history`` is PICLE's command history:
 run ``hermes history AGENT schedule ID`` from ``nf#``.
@@ -25,7 +27,6 @@ NorFab's task registry is process-global, so the worker module and Hermes
 must stay out of the client process.
 """
 
-import builtins
 from typing import Any, ClassVar, Dict, List, Optional
 
 from norfab.clients.nfcli_shell.common import print_event, run_future_job
@@ -34,59 +35,14 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from .models import CommandResultData
-from .nfcli import schedules
+from .nfcli import lifecycle, schedules
 from .nfcli.chat import Chat, pick_agent
-from .nfcli.live import CtrlC, error_text, markdown, reply_view, run_turn
+from .nfcli.common import WorkersOption, agent_names, agent_verb, as_str, guarded, misparsed, positionals, router
+from .nfcli.live import error_text, markdown, reply_view, run_turn
 from .nfcli.views import agents_view, failed, session_view, sessions_view, status_view
-from .routing import COMMAND_JOB_TIMEOUT, Router, RoutingError, Target
-
-
-def router() -> Router:
-    return Router(builtins.NFCLIENT)
-
-
-def positionals(value: Any) -> List[str]:
-    """A verb field's values as strings (PICLE coerces bare values such as 007 or True)."""
-    if value is None or value is True:
-        return []
-    return [str(item) for item in (value if isinstance(value, list) else [value])]
-
-
-def as_str(value: Any) -> Optional[str]:
-    return None if value is None else str(value)
-
-
-def guarded(render: Any) -> Any:
-    """Run a command body; a routing error becomes a red message, Ctrl+C cancels it (not nfcli)."""
-    try:
-        with CtrlC():
-            return render()
-    except RoutingError as error:
-        return error_text([str(error)])
-    except KeyboardInterrupt:
-        return Text("cancelled; a job already sent finishes on its worker", style="yellow")
-
-
-def misparsed(kwargs: Dict[str, Any]) -> Optional[Text]:
-    """An unquoted keyword inside instructions starts that command; refuse rather than run it."""
-    verbs = [verb for verb in ("invoke", "chat", "command", "session", "schedule") if kwargs.get(verb) is not None]
-    if verbs:
-        return error_text([f"'{verbs[0]}' takes quoted text: hermes {verbs[0]} AGENT \"TEXT WITH KEYWORDS\""])
-    return None
-
+from .routing import COMMAND_JOB_TIMEOUT, Target
 
 # ---------------------------------------------------------------- commands
-
-
-class WorkersOption(BaseModel):
-    workers: Optional[StrictStr] = Field(None, description="Hermes worker name or glob, e.g. hermes-lab-*")
-
-    @staticmethod
-    def source_workers() -> List[str]:
-        try:
-            return router().select()
-        except Exception:  # completion must never break the prompt
-            return []
 
 
 class HermesAgentsCommand(WorkersOption):
@@ -176,11 +132,6 @@ class HermesHistoryCommand(HermesPauseCommand):
     limit: Optional[StrictInt] = Field(None, description="Newest runs to show (default 20)")
 
 
-def agent_verb(description: str) -> Any:
-    """The field of a verb taking AGENT, then its model's options (a PICLE key dict)."""
-    return Field(None, description=description, json_schema_extra={"pkey": "agent", "pkey_description": "Agent name"})
-
-
 USAGE = """usage:
   hermes agents (workers SELECTOR)
   hermes status (workers SELECTOR)
@@ -190,11 +141,11 @@ USAGE = """usage:
   hermes session AGENT SESSION (workers WORKER)
   hermes interrupt AGENT run RUN_ID (workers WORKER)
   hermes command AGENT "/COMMAND" (session SESSION) (workers WORKER)
-""" + schedules.USAGE
+""" + lifecycle.USAGE + "\n" + schedules.USAGE
 
 
 class HermesShell(BaseModel):
-    """The ``hermes`` commands: agents, sessions, runs and scheduled checks of hermes workers."""
+    """The ``hermes`` commands: agents and their lifecycle, sessions, runs and scheduled checks of hermes workers."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -214,6 +165,12 @@ class HermesShell(BaseModel):
     pause: Dict[StrictStr, HermesPauseCommand] = agent_verb("Pause a scheduled check")
     resume: Dict[StrictStr, HermesResumeCommand] = agent_verb("Resume a paused scheduled check")
     history: Dict[StrictStr, HermesHistoryCommand] = agent_verb("Runs of a scheduled check and their findings")
+    create: Dict[StrictStr, lifecycle.HermesCreateCommand] = agent_verb("Create an agent on one worker from an nf:// file", "New agent name")
+    clone: Dict[StrictStr, lifecycle.HermesCloneCommand] = agent_verb("Copy an agent on its worker (model: another model)", "New agent name")
+    stop: Dict[StrictStr, lifecycle.HermesStopCommand] = agent_verb("Stop an agent: no runs, its schedules wait")
+    start: Dict[StrictStr, lifecycle.HermesStartCommand] = agent_verb("Start a stopped agent")
+    restart: Dict[StrictStr, lifecycle.HermesRestartCommand] = agent_verb("Stop and start an agent, reading its definition again")
+    delete: Dict[StrictStr, lifecycle.HermesDeleteCommand] = agent_verb("Delete a created or cloned agent with its profile")
     # plain str (see exact_values): PICLE keeps the values as typed, so an id 0012 or a name 1.10 stays one
     schedule: str = Field(None, description="AGENT create|update|run|remove ... - change or run a scheduled check")
     name: str = Field(None, description="(schedule create, update) schedule name")
@@ -237,12 +194,7 @@ class HermesShell(BaseModel):
 
     @staticmethod
     def source_agents(choice: Optional[str] = None) -> List[str]:
-        try:
-            replies = router().agents()
-        except Exception:  # completion must never break the prompt
-            return []
-        names = {a["name"] for res in replies.values() if not res.get("failed") for a in res.get("result") or []}
-        return sorted(name for name in names if not choice or name.startswith(choice))
+        return agent_names(choice)
 
     source_invoke = source_chat = source_command = source_schedule = source_agents
 

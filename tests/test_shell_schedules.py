@@ -36,7 +36,7 @@ def wait_for_run(app, line, status="ok", timeout=60):
 
 
 def test_create_list_pause_resume_run_history_update_remove(nf, app):
-    out = nfcli(app, 'hermes schedule bgp create "every 5m" "Check r1 interfaces" name r1-watch repeat 3')
+    out = nfcli(app, 'hermes schedule bgp add "every 5m" "Check r1 interfaces" name r1-watch repeat 3')
     sent = last_job(nf.client, "schedule")
     assert sent["workers_requested"] == [LAB2]  # the agent's one worker, found like invoke finds it
     assert sent["kwargs"] == {
@@ -88,7 +88,7 @@ def test_create_list_pause_resume_run_history_update_remove(nf, app):
 
 
 def test_remove_asks_first_on_a_terminal(nf, app, monkeypatch):
-    out = nfcli(app, 'hermes schedule routing create "every 1h" "Check routes" name hourly')
+    out = nfcli(app, 'hermes schedule routing add "every 1h" "Check routes" name hourly')
     schedule_id = ID.search(out).group(0)
     master, slave = pty.openpty()
     with os.fdopen(slave, "r") as terminal:
@@ -123,14 +123,14 @@ def test_remove_asks_first_on_a_terminal(nf, app, monkeypatch):
             "agent 'interfaces' is served by several hermes workers: hermes-lab-1, hermes-lab-2; choose one with workers",
         ),
         ("hermes schedules ospf", "agent 'ospf' not found; known agents:"),
-        ('hermes schedule bgp create "every 5m" "Check r1"', "create takes the schedule and the prompt, each quoted, and a name"),
-        ('hermes schedule bgp create every 5m "Check r1" name x', "create takes the schedule and the prompt, each quoted"),
-        ('hermes schedule bgp create "every 5 fortnights" "Check" name x', "definition.schedule:"),
+        ('hermes schedule bgp add "every 5m" "Check r1"', "add takes the schedule and the prompt, each quoted, and a name"),
+        ('hermes schedule bgp add every 5m "Check r1" name x', "add takes the schedule and the prompt, each quoted"),
+        ('hermes schedule bgp add "every 5 fortnights" "Check" name x', "definition.schedule:"),
         ("hermes schedule bgp update r1-watch", "update takes what to change: name, prompt, every, repeat"),
-        ("hermes schedule bgp run r1-watch name x", "run takes no name; those are for create and update"),
-        ("hermes schedule bgp frobnicate r1-watch", "hermes schedule takes an agent and one of create, update, run, remove"),
+        ("hermes schedule bgp run r1-watch name x", "run takes no name; those are for add and update"),
+        ("hermes schedule bgp frobnicate r1-watch", "hermes schedule takes an agent and one of add, update, run, remove"),
         ("hermes history bgp", "history takes the schedule: hermes history AGENT schedule ID"),
-        ('hermes schedule bgp create "every 5m" Check status', "'schedule' takes quoted text"),  # not 'hermes status'
+        ('hermes schedule bgp add "every 5m" Check status', "'schedule' takes quoted text"),  # not 'hermes status'
     ],
 )
 def test_schedule_errors_are_clear_red_text(app, line, error):

@@ -101,7 +101,7 @@ def schedule(client: Any, **kwargs: Any) -> dict:
 
 def scheduled_check(client: Any) -> None:
     """The interface check as a schedule: created, fired on its own, its history read back."""
-    print(f'\nnf# hermes schedule interfaces create "{SCHEDULE["schedule"]}" "{SCHEDULE["prompt"]}" name {SCHEDULE["name"]}\n')
+    print(f'\nnf# hermes schedule interfaces add "{SCHEDULE["schedule"]}" "{SCHEDULE["prompt"]}" name {SCHEDULE["name"]}\n')
     if any(s["name"] == SCHEDULE["name"] for s in schedule(client, action="list")["schedules"]):
         schedule(client, action="remove", schedule_id=SCHEDULE["name"])  # left paused by an earlier demo
     created = schedule(client, action="create", definition=SCHEDULE)

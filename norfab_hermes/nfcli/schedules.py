@@ -1,6 +1,6 @@
 """
 Scheduled checks from the ``nf#`` shell: ``hermes schedules``, ``pause``,
-``resume``, ``history`` and ``hermes schedule AGENT create|update|run|remove``.
+``resume``, ``history`` and ``hermes schedule AGENT add|update|run|remove``.
 
 Every command resolves AGENT to one worker the way ``invoke`` does (an agent
 on several workers needs ``workers``) and runs that worker's ``schedule``
@@ -9,7 +9,6 @@ asks first when nfcli reads a terminal.
 """
 
 import re
-import sys
 from typing import Any, Dict, List, Optional, Union
 
 from rich.console import Group, RenderableType
@@ -17,6 +16,7 @@ from rich.text import Text
 
 from ..models import ScheduleInfo, ScheduleResultData, ScheduleRun
 from ..routing import Router, Target
+from .common import confirm, hint, on_terminal
 from .live import error_text, table
 from .views import failed
 
@@ -24,14 +24,15 @@ USAGE = """  hermes schedules AGENT (workers WORKER)
   hermes pause AGENT schedule ID (workers WORKER)
   hermes resume AGENT schedule ID (workers WORKER)
   hermes history AGENT schedule ID (limit N) (workers WORKER)
-  hermes schedule AGENT create "SCHEDULE" "PROMPT" name NAME (repeat N) (workers WORKER)
+  hermes schedule AGENT add "SCHEDULE" "PROMPT" name NAME (repeat N) (workers WORKER)
   hermes schedule AGENT update ID (prompt "PROMPT") (every "SCHEDULE") (name NAME) (repeat N) (workers WORKER)
   hermes schedule AGENT run ID (workers WORKER)
   hermes schedule AGENT remove ID (workers WORKER)
     SCHEDULE: "every 5m", a cron expression "*/5 * * * *" (a 6th field is seconds), or an ISO time
     "2026-12-24T09:00" for one run; in update, every "10m" means "every 10m". ID: the schedule's id or name."""
 
-SCHEDULE_ACTIONS = ("create", "update", "run", "remove")  # the actions of 'hermes schedule AGENT ...'
+# the actions of 'hermes schedule AGENT ...': 'add' creates ('create' is the agent lifecycle command)
+SCHEDULE_ACTIONS = ("add", "update", "run", "remove")
 DEFINITION_OPTIONS = ("name", "prompt", "every", "repeat")
 COLUMNS = ["id", "name", "schedule", "state", "next run", "last run", "last status", "runs", "origin"]
 HISTORY_COLUMNS = ["status", "due", "started", "duration", "finding", "session"]
@@ -67,7 +68,7 @@ def show(router: Router, agent: str, workers: Optional[str]) -> RenderableType:
     step = (
         f"runs of one: hermes history {target.agent} schedule ID workers {target.worker}"
         if data.schedules
-        else f'create one: hermes schedule {target.agent} create "every 5m" "PROMPT" name NAME workers {target.worker}'
+        else f'add one: hermes schedule {target.agent} add "every 5m" "PROMPT" name NAME workers {target.worker}'
     )
     return Group(schedules_table(target, data.schedules), hint(step))
 
@@ -90,9 +91,9 @@ def schedule_command(
     agent, action, rest = args[0], args[1], args[2:]
     given = {key: value for key, value in options.items() if value is not None}
     text = {key: str(value) for key, value in given.items() if key != "repeat"}
-    if action == "create":
+    if action == "add":
         if len(rest) < 2 or "name" not in given or "prompt" in given or "every" in given:
-            return usage('create takes the schedule and the prompt, each quoted, and a name: create "every 5m" "PROMPT" name NAME')
+            return usage('add takes the schedule and the prompt, each quoted, and a name: add "every 5m" "PROMPT" name NAME')
         definition = {"schedule": rest[0], "prompt": " ".join(rest[1:]), "name": text["name"], "repeat": given.get("repeat")}
         target = router.resolve(agent, workers)
         data = ask(router, target, "create", definition={k: v for k, v in definition.items() if v is not None})
@@ -110,7 +111,7 @@ def schedule_command(
         }
         return act(router, agent, workers, "update", rest[0], definition={k: v for k, v in definition.items() if v is not None})
     if given:
-        return usage(f"{action} takes no {', '.join(given)}; those are for create and update")
+        return usage(f"{action} takes no {', '.join(given)}; those are for add and update")
     if action == "remove":
         return remove(app, router, agent, workers, rest[0])
     return act(router, agent, workers, action, rest[0])
@@ -135,32 +136,12 @@ def remove(app: Any, router: Router, agent: str, workers: Optional[str], ref: st
     return data if isinstance(data, Text) else action_view(target, data)
 
 
-def on_terminal() -> bool:
-    try:
-        return bool(sys.stdin and sys.stdin.isatty())
-    except (AttributeError, ValueError):  # stdin replaced or closed
-        return False
-
-
-def confirm(app: Any, question: str) -> bool:
-    """A yes/no line through PICLE's prompt; anything but y or yes, Ctrl+C and Ctrl+D are a no."""
-    try:
-        answer = app._read_interactive_input(question, inline_help=False)
-    except (KeyboardInterrupt, EOFError):
-        return False
-    return answer.strip().lower() in ("y", "yes")
-
-
 def every(value: str) -> str:
     """The schedule of ``every VALUE``: a bare duration recurs ("10m" -> "every 10m"), anything else as given."""
     return f"every {value}" if BARE_DURATION.match(value.strip()) else value
 
 
 # ------------------------------------------------------------------- views
-
-
-def hint(text: str) -> Text:
-    return Text(text, style="dim")
 
 
 def schedules_table(target: Target, schedules: List[ScheduleInfo]) -> RenderableType:

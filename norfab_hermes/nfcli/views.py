@@ -13,6 +13,7 @@ from ..routing import Target
 from .live import error_text, markdown, table
 
 TOOL_OUTPUT_CHARS = 2000  # tool messages shown in 'hermes session' are cut here
+AGENT_STATE_STYLES = {"running": "green", "stopped": "yellow", "deleted": "dim"}  # anything else (invalid) is red
 
 
 def failed(res: dict) -> Optional[Text]:
@@ -29,12 +30,23 @@ def agents_view(replies: Dict[str, dict]) -> RenderableType:
     for worker, res in sorted(replies.items()):
         problem = failed(res)
         if problem:
-            rows.append([worker, "", "no", "", "", problem])
+            rows.append([worker, "", "no", "", "", "", "", problem])
             continue
         for agent in (AgentSummary.model_validate(a) for a in res["result"]):
-            state = "yes" if agent.available else Text(f"no: {agent.error or 'unavailable'}", style="red")
-            rows.append([worker, agent.name, state, agent.model, agent.provider, agent.description])
-    return table("hermes agents", ["worker", "agent", "available", "model", "provider", "description"], rows)
+            if agent.available:
+                available: Any = "yes"
+            elif agent.state == "stopped" and not agent.error:
+                available = Text("no: stopped", style="yellow")  # on purpose; 'hermes start' serves it again
+            else:
+                available = Text(f"no: {agent.error or 'unavailable'}", style="red")
+            rows.append([worker, agent.name, available, state_text(agent.state), agent.owner, agent.model, agent.provider, agent.description])
+    columns = ["worker", "agent", "available", "state", "owner", "model", "provider", "description"]
+    return table("hermes agents", columns, rows)
+
+
+def state_text(state: Optional[str]) -> Optional[Text]:
+    """An agent's state, coloured: running, stopped, invalid or deleted."""
+    return Text(state, style=AGENT_STATE_STYLES.get(state, "red")) if state else None
 
 
 def status_view(replies: Dict[str, dict]) -> RenderableType:
