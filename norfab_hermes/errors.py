@@ -32,6 +32,10 @@ class UnknownSchedule(HermesError, LookupError):
     """The schedule id or name is not one of the agent's schedules on this worker."""
 
 
+class UnknownApproval(HermesError, LookupError):
+    """The approval id is not known on this worker (another worker's, or long decided)."""
+
+
 class UnknownRun(HermesError, LookupError):
     """The run id is not running on this worker."""
 

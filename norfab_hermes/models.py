@@ -18,6 +18,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    NonNegativeFloat,
     PositiveFloat,
     PositiveInt,
     StrictBool,
@@ -179,6 +180,11 @@ class AgentDefinition(StrictModel):
     )
     max_targets: Union[None, PositiveInt] = Field(
         None, description="Distinct devices a run may touch through nornir tools; defaults to the worker's max_targets"
+    )
+    approval_timeout: NonNegativeFloat = Field(
+        0,
+        description="Seconds a run nobody is attached to waits in the approval inbox for an approval-gated "
+        "tool (approve/deny tasks); 0 refuses such calls at once",
     )
 
     @field_validator("hermes")
@@ -344,6 +350,23 @@ class RunUsage(StrictModel):
     cost_usd: Union[None, float] = Field(None, description="Estimated cost when the provider's pricing is known")
 
 
+class ApprovalInfo(StrictModel):
+    approval_id: StrictStr = Field(..., description="Approval id, for approve and deny")
+    run_id: StrictStr = Field(..., description="Run waiting for it")
+    agent: StrictStr = Field(..., description="Agent of the run")
+    worker: StrictStr = Field(..., description="Worker of the run")
+    tool: StrictStr = Field(..., description="Tool the agent wants to call")
+    target: StrictStr = Field(..., description="NorFab service.task and workers the call goes to")
+    arguments: Dict[StrictStr, Any] = Field({}, description="The call's exact arguments")
+    arguments_digest: StrictStr = Field(..., description="sha256 prefix of the arguments")
+    state: StrictStr = Field(..., description="pending, approved, denied or expired")
+    requested: StrictStr = Field(..., description="ISO time it was asked")
+    expires: StrictStr = Field(..., description="ISO time it is refused unless decided")
+    decided: Union[None, StrictStr] = Field(None, description="ISO time of the decision or expiry")
+    decided_by: Union[None, StrictStr] = Field(None, description="NorFab client that approved or denied")
+    note: Union[None, StrictStr] = Field(None, description="The decider's note")
+
+
 class InvokeResultData(StrictModel):
     response: StrictStr = Field(..., description="The agent's reply")
     run_id: StrictStr = Field(..., description="Run identifier, for interrupt")
@@ -354,6 +377,27 @@ class InvokeResultData(StrictModel):
     tool_calls: List[ToolCallSummary] = Field([], description="Tool calls made by the run, in order")
     usage: RunUsage = Field(RunUsage(), description="Token and request usage")
     warnings: List[StrictStr] = Field([], description="Things the operator should know")
+    approvals: List[ApprovalInfo] = Field([], description="Approvals the run waited for, and who decided them")
+
+
+class RunEvent(StrictModel):
+    time: StrictStr = Field(..., description="ISO time")
+    message: StrictStr = Field(..., description="What happened, as the job event said it")
+    severity: StrictStr = Field("INFO", description="INFO or WARNING")
+
+
+class RunStateData(StrictModel):
+    run_id: StrictStr = Field(..., description="Run id")
+    agent: StrictStr = Field(..., description="Agent name")
+    worker: StrictStr = Field(..., description="Worker name")
+    session_id: Union[None, StrictStr] = Field(None, description="Session, once known")
+    state: StrictStr = Field(..., description="queued, running, waiting_for_approval or finished")
+    stop_reason: Union[None, StrictStr] = Field(None, description="Why it ended, once finished")
+    started: StrictStr = Field(..., description="ISO time the run was accepted")
+    events: List[RunEvent] = Field([], description="Progress events from the offset asked for")
+    next_offset: int = Field(0, description="Offset to ask for next time")
+    approvals: List[ApprovalInfo] = Field([], description="Approvals asked so far")
+    result: Union[None, InvokeResultData] = Field(None, description="The full envelope, once finished")
 
 
 class AgentSummary(StrictModel):
@@ -559,7 +603,7 @@ class InvokeInput(TaskInput):
     interactive: StrictBool = Field(
         False,
         description="The caller answers input requests (questions and approvals) while the run goes on; "
-        "otherwise they are refused at once",
+        "otherwise they are refused at once, or wait in the approval inbox when the agent sets approval_timeout",
     )
 
 
@@ -620,6 +664,40 @@ class ScheduleInput(AgentInput):
         None, description="create: name, prompt and schedule (repeat, skills optional); update: the fields to change"
     )
     limit: PositiveInt = Field(20, description="history: newest runs to return")
+
+
+class StartRunInput(AgentInput):
+    instructions: StrictStr = Field(..., min_length=1, description="What to ask the agent")
+    session_id: Union[None, StrictStr] = Field(None, description="Continue this session; omit to start a new one")
+    run_timeout: Union[None, PositiveFloat] = Field(
+        None, description="Run budget in seconds, at most the agent's run_timeout (not the caller's job timeout)"
+    )
+
+
+class GetRunInput(AgentInput):
+    run_id: StrictStr = Field(..., description="Run id, from invoke")
+    offset: int = Field(0, ge=0, description="First event to return; use next_offset of the previous answer")
+
+
+class DecisionInput(TaskInput):
+    approval_id: StrictStr = Field(..., description="Approval id, from get_approvals or get_run")
+    note: Union[None, StrictStr] = Field(None, description="Why, for the run's record")
+
+
+class GetApprovalsInput(TaskInput):
+    agent: Union[None, StrictStr] = Field(None, description="Only this agent's approvals")
+
+
+class GetRunResult(Result):
+    result: Union[None, RunStateData] = Field(None, description="The run's state, events and, once finished, its envelope")
+
+
+class ApprovalResult(Result):
+    result: Union[None, ApprovalInfo] = Field(None, description="The approval after the decision")
+
+
+class GetApprovalsResult(Result):
+    result: List[ApprovalInfo] = Field([], description="Pending approvals, oldest first")
 
 
 class ManageAgentInput(AgentInput):

@@ -11,14 +11,17 @@ Mounted through the NorFab inventory::
 
 PICLE has no positional arguments, so verbs that take an agent name and free
 text (``invoke AGENT "TEXT"``, ``session AGENT ID``, ``command AGENT "/usage"``,
-``chat AGENT``, ``schedule AGENT ACTION ...``) are fields whose values are
-those positionals, with their options (``session``, ``workers``, ``timeout``,
-``name``, ``prompt``, ``every``, ``repeat``) on the same model; agent-only
-verbs (``sessions AGENT``, ``interrupt AGENT``, ``schedules``, ``pause``,
-``resume``, ``history``, and the lifecycle verbs ``create``, ``clone``,
-``stop``, ``start``, ``restart``, ``delete`` of :mod:`.nfcli.agents`) are
-PICLE key dicts. An agent name equal to, or a
-prefix of, a ``hermes`` keyword must be quoted, and so should instructions.
+``chat AGENT``, ``schedule AGENT ACTION ...``, ``run AGENT RUN_ID``) are fields
+whose values are those positionals, with their options (``session``,
+``workers``, ``timeout``, ``background``, ``follow``, ``name``, ``prompt``,
+``every``, ``repeat``) on the same model; agent-only verbs (``sessions AGENT``,
+``interrupt AGENT``, ``schedules``, ``pause``, ``resume``, ``history``, and the
+lifecycle verbs ``create``, ``clone``, ``stop``, ``start``, ``restart``,
+``delete`` of :mod:`.nfcli.lifecycle`) and the approval verbs ``approve ID``
+and ``deny ID`` of :mod:`.nfcli.runs` are PICLE key dicts. An agent name equal
+to, or a prefix of, a ``hermes`` keyword must be quoted, and so should
+instructions. ``run`` is also an action of ``schedule``: ``schedule AGENT run
+ID`` arrives as ``schedule`` and ``run`` values and is put back together.
 Inside the ``nf[hermes]#`` subshell, ``history`` is PICLE's command history:
 run ``hermes history AGENT schedule ID`` from ``nf#``.
 
@@ -30,12 +33,12 @@ must stay out of the client process.
 from typing import Any, ClassVar, Dict, List, Optional
 
 from norfab.clients.nfcli_shell.common import print_event, run_future_job
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from .models import CommandResultData
-from .nfcli import lifecycle, schedules
+from .nfcli import lifecycle, runs, schedules
 from .nfcli.chat import Chat, pick_agent
 from .nfcli.common import WorkersOption, agent_names, agent_verb, as_str, guarded, misparsed, positionals, router
 from .nfcli.live import error_text, markdown, reply_view, run_turn
@@ -141,11 +144,11 @@ USAGE = """usage:
   hermes session AGENT SESSION (workers WORKER)
   hermes interrupt AGENT run RUN_ID (workers WORKER)
   hermes command AGENT "/COMMAND" (session SESSION) (workers WORKER)
-""" + lifecycle.USAGE + "\n" + schedules.USAGE
+""" + runs.USAGE + "\n" + lifecycle.USAGE + "\n" + schedules.USAGE
 
 
 class HermesShell(BaseModel):
-    """The ``hermes`` commands: agents and their lifecycle, sessions, runs and scheduled checks of hermes workers."""
+    """The ``hermes`` commands: agents and their lifecycle, sessions, runs, approvals and scheduled checks."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -161,6 +164,19 @@ class HermesShell(BaseModel):
     )
     interrupt: Dict[StrictStr, HermesInterruptCommand] = agent_verb("Stop an agent's running turn")
     command: Any = Field(None, description='AGENT "/COMMAND" - run a native command, e.g. "/usage"')
+    background: Optional[StrictBool] = Field(
+        None, description="(invoke) start the run and return at once with its ids", json_schema_extra={"presence": True}
+    )
+    # plain str, aliased: the shell's run method keeps its name and run ids stay as typed
+    run_id: str = Field(
+        None, alias="run", description="AGENT RUN_ID - a run's state, events and reply", json_schema_extra={"presence": True}
+    )
+    follow: Optional[StrictBool] = Field(
+        None, description="(run) show the run's events as they come until it ends", json_schema_extra={"presence": True}
+    )
+    approvals: runs.HermesApprovalsCommand = Field(None, description="Tool calls waiting for an operator's approval")
+    approve: Dict[StrictStr, runs.HermesApproveCommand] = runs.approval_verb("Approve a tool call waiting in the inbox")
+    deny: Dict[StrictStr, runs.HermesDenyCommand] = runs.approval_verb("Deny a tool call waiting in the inbox")
     schedules: Dict[StrictStr, HermesSchedulesCommand] = agent_verb("List an agent's scheduled checks")
     pause: Dict[StrictStr, HermesPauseCommand] = agent_verb("Pause a scheduled check")
     resume: Dict[StrictStr, HermesResumeCommand] = agent_verb("Resume a paused scheduled check")
@@ -186,27 +202,33 @@ class HermesShell(BaseModel):
 
     source_workers = WorkersOption.source_workers
 
-    @field_validator("schedule", mode="before")
+    @field_validator("schedule", "run_id", mode="before")
     @classmethod
     def exact_values(cls, value: Any) -> Any:
-        """Several values of a plain str field arrive as a list (checked only in the nf[hermes]# subshell)."""
-        return " ".join(map(str, value)) if isinstance(value, list) else value
+        """Several values of a plain str field arrive as a list, a bare 'run' as True (checked only in nf[hermes]#)."""
+        return "" if value is True else " ".join(map(str, value)) if isinstance(value, list) else value
 
     @staticmethod
     def source_agents(choice: Optional[str] = None) -> List[str]:
         return agent_names(choice)
 
-    source_invoke = source_chat = source_command = source_schedule = source_agents
+    source_invoke = source_chat = source_command = source_schedule = source_run_id = source_agents
 
     @staticmethod
     def run(picle_app: Any = None, **kwargs: Any) -> RenderableType:
         workers, timeout = as_str(kwargs.get("workers")), kwargs.get("timeout")
         verb = next((v for v in ("invoke", "chat", "command") if kwargs.get(v) is not None), None)
-        session = as_str(kwargs.get("session")) if verb else None
+        session, run_id = as_str(kwargs.get("session")) if verb else None, kwargs.get("run_id")
+        if verb and run_id is not None:  # an unquoted 'run' inside the text
+            return misparsed({verb: True}) or error_text([USAGE])
+        if kwargs.get("background") and verb != "invoke" or kwargs.get("follow") and run_id is None:
+            return runs.usage("background is an option of invoke, follow one of run")
         if verb == "invoke":
             args = positionals(kwargs["invoke"])
             if len(args) < 2:
                 return error_text([USAGE])
+            if kwargs.get("background"):
+                return guarded(lambda: runs.start(router(), args[0], " ".join(args[1:]), session, workers, timeout))
             return guarded(lambda: run_invoke(args[0], " ".join(args[1:]), session, workers, timeout))
         if verb == "command":
             args = positionals(kwargs["command"])
@@ -218,7 +240,15 @@ class HermesShell(BaseModel):
             return guarded(lambda: run_chat(picle_app, args[0] if args else None, session, workers, timeout))
         if kwargs.get("schedule") is not None:
             args, options = positionals(kwargs["schedule"]), {o: kwargs.get(o) for o in schedules.DEFINITION_OPTIONS}
+            if run_id is not None:  # 'schedule AGENT run ID': the word run is also the run verb
+                args += ["run", *positionals(run_id)]
             return guarded(lambda: schedules.schedule_command(picle_app, router(), args, options, workers))
+        if run_id is not None:
+            args = positionals(run_id)
+            if len(args) != 2:
+                return runs.usage("run takes the agent and the run id: hermes run AGENT RUN_ID (workers WORKER) (follow)")
+            follow = bool(kwargs.get("follow"))
+            return guarded(lambda: runs.show(router(), args[0], args[1], workers, follow))
         if kwargs.get("session") is not None:
             args = positionals(kwargs["session"])
             if len(args) != 2:

@@ -25,7 +25,11 @@ list (``show_workers``) and the hermes tasks themselves:
   session is not silently continued on another worker.
 * **Runs** (for ``interrupt``): the worker whose ``get_status`` lists the run
   among its active runs; if none does and one worker serves the agent, that
-  worker answers (it says whether the run already finished).
+  worker answers (it says whether the run already finished). ``get_run``
+  asks every selected worker serving the agent: a worker keeps its finished
+  runs too, and only the one that ran it knows its id.
+* **Approvals** are known only on the worker of their run: ``approve`` and
+  ``deny`` go to every selected worker and the one that knows the id answers.
 
 :class:`Hermes` wraps this for Python::
 
@@ -41,7 +45,7 @@ are imported here: the worker module must stay out of client processes.
 
 import fnmatch
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .models import AgentSummary, WorkerStatus
 
@@ -53,6 +57,12 @@ JOB_MARGIN = 30  # seconds between a requested run budget and the job timeout
 COMMAND_JOB_TIMEOUT = 90  # the worker gives a native command 60 s
 
 Selector = Union[None, str, List[str]]
+UNKNOWN_HERE = "is not known on worker"  # how a worker says a run or approval id is not its own
+
+
+def _unknown_here(res: Optional[dict]) -> bool:
+    """No answer, or an answer that the id belongs to some other worker."""
+    return res is None or (bool(res.get("failed")) and any(UNKNOWN_HERE in str(e) for e in res.get("errors") or []))
 
 
 class RoutingError(Exception):
@@ -238,6 +248,44 @@ class Router:
             f"run '{run_id}' is not running on any hermes worker serving agent '{agent}' "
             f"(asked {', '.join(hosting)})"
         )
+
+    def run_state(self, agent: str, run_id: str, workers: Selector = None, offset: int = 0) -> Tuple[Target, dict]:
+        """``get_run`` of ``run_id`` from the worker that knows it, running or finished; (its target, its Result)."""
+        hosting = self.hosting(agent, workers)
+        replies = self.call("get_run", hosting, {"agent": agent, "run_id": run_id, "offset": offset})
+        if len(hosting) == 1:  # the worker's own answer, also when it does not know the run
+            if hosting[0] not in replies:
+                raise RoutingError(f"hermes worker '{hosting[0]}' did not answer get_run")
+            return Target(hosting[0], agent), replies[hosting[0]]
+        owners = [worker for worker in hosting if not _unknown_here(replies.get(worker))]
+        if len(owners) == 1:
+            return Target(owners[0], agent), replies[owners[0]]
+        if owners:
+            raise RoutingError(f"run '{run_id}' is known on several workers: {', '.join(owners)}; choose one with workers")
+        raise RoutingError(
+            f"run '{run_id}' of agent '{agent}' is not known on any hermes worker serving the agent "
+            f"(asked {', '.join(hosting)}); workers keep finished runs for a day, not across restarts"
+        )
+
+    def decide(self, task: str, approval_id: str, note: Optional[str] = None, workers: Selector = None) -> Dict[str, dict]:
+        """
+        ``approve`` or ``deny`` on every selected worker; the Result of the one that knows the id, by worker.
+
+        Raises:
+            RoutingError: no selected worker knows ``approval_id``.
+        """
+        asked = self.select(workers)
+        kwargs: Dict[str, Any] = {"approval_id": approval_id}
+        if note is not None:
+            kwargs["note"] = note
+        replies = self.call(task, asked, kwargs)
+        owners = {worker: replies[worker] for worker in asked if not _unknown_here(replies.get(worker))}
+        if not owners:
+            raise RoutingError(
+                f"approval '{approval_id}' is not known on any hermes worker (asked {', '.join(asked)}); "
+                "see the pending ones with 'hermes approvals'"
+            )
+        return owners
 
 
 class Hermes:

@@ -29,7 +29,7 @@ from ..routing import SERVICE, Router, RoutingError, Target, invoke_job_timeout
 
 POLL = 0.1  # seconds between checks for a Ctrl+C key while a job runs
 CTRL_C = b"\x03"
-ID_COLUMNS = ("session", "run", "id")  # table columns users copy ids from
+ID_COLUMNS = ("session", "run", "id", "approval")  # table columns users copy ids from
 
 
 class CtrlC:

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Set
 import yaml
 
 from ..errors import AgentUnavailable, InventoryError
-from ..models import AgentDefinition, HermesInventory, parse_agent
+from ..models import AgentDefinition, HermesInventory, check_agent_name, parse_agent
 from . import profiles
 from .hermes import profile_store
 from .hermes.plugin import NORFAB_TOOLSET
@@ -89,7 +89,7 @@ class AgentCatalog:
         for name in profiles.served_profiles(self.root):
             if name in self.errors:  # an invalid inventory agent: its profile stays, unserved
                 profiles.disable_profile(self.home(name))
-            if name in self.owners:
+            if name in self.owners or not valid_name(name):  # Hermes' own directories (e.g. default)
                 continue
             marker = profiles.read_marker(self.home(name))
             if marker.get("owner") == INVENTORY:  # left inventory: its history stays, it is not served
@@ -179,9 +179,7 @@ class AgentCatalog:
         """The definition of an agent that can take runs; AgentUnavailable says why not."""
         if agent in self.errors:
             raise AgentUnavailable(f"agent '{agent}' on worker '{self.worker_name}' is unavailable: {self.errors[agent]}")
-        if agent not in self.agents:
-            known = ", ".join(sorted(self.available())) or "none"
-            raise AgentUnavailable(f"agent '{agent}' not found on worker '{self.worker_name}'; known agents: {known}")
+        self.require_known(agent)
         if agent in self.stopped:
             raise AgentUnavailable(
                 f"agent '{agent}' on worker '{self.worker_name}' is stopped; start it with manage_agent action 'start'"
@@ -190,6 +188,12 @@ class AgentCatalog:
 
     def known(self, agent: str) -> bool:
         return agent in self.owners
+
+    def require_known(self, agent: str) -> None:
+        """An agent of this worker, whatever its state; AgentUnavailable lists the known ones."""
+        if agent not in self.owners:
+            known = ", ".join(sorted(self.available())) or "none"
+            raise AgentUnavailable(f"agent '{agent}' not found on worker '{self.worker_name}'; known agents: {known}")
 
     def available(self) -> List[str]:
         return [name for name in self.agents if name not in self.errors and name not in self.stopped]
@@ -208,3 +212,11 @@ class AgentCatalog:
         """The config.yaml Hermes reads for the agent's profile."""
         path = self.home(agent) / "config.yaml"
         return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+
+
+def valid_name(name: str) -> bool:
+    try:
+        check_agent_name(name)
+    except ValueError:
+        return False
+    return True

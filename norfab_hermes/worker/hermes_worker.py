@@ -2,7 +2,7 @@
 The ``hermes`` NorFab worker: NorFab tasks over a :class:`HermesHost`.
 
 ``HermesWorker`` is NorFab's worker plus one task mixin per area (runs,
-sessions, agents, schedules, service). Tasks are thin: NorFab validates the input,
+approvals, sessions, agents, schedules, service). Tasks are thin: NorFab validates the input,
 the task calls the host and wraps the answer in a ``Result``; nothing from
 Hermes appears in a result, results are this project's models.
 """
@@ -20,6 +20,7 @@ from norfab.core.worker import NFPWorker
 from ..errors import AgentUnavailable, InvalidRequest, InventoryError
 from ..models import AgentDefinition, AgentReference, parse_agent, parse_inventory
 from .agents_tasks import AgentTasks
+from .approvals_tasks import ApprovalTasks
 from .host import HermesHost
 from .runs_tasks import RunTasks
 from .schedules_tasks import ScheduleTasks
@@ -33,7 +34,7 @@ FETCH_ATTEMPTS = 10  # nf:// fetches at start-up race the filesharing worker's R
 log = logging.getLogger(__name__)
 
 
-class HermesWorker(NFPWorker, RunTasks, SessionTasks, AgentTasks, ScheduleTasks, ServiceTasks):
+class HermesWorker(NFPWorker, RunTasks, ApprovalTasks, SessionTasks, AgentTasks, ScheduleTasks, ServiceTasks):
     """
     NorFab worker hosting the Hermes Agent gateway and serving named agents.
 

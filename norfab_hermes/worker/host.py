@@ -10,17 +10,20 @@ run registry and the session queries each keep theirs.
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import AgentUnavailable, InvalidRequest
 from ..models import (
     AgentDefinition,
+    ApprovalInfo,
     CommandResultData,
     HermesInventory,
     InterruptResultData,
     InvokeResultData,
     ManageAgentResultData,
+    RunStateData,
     ScheduleDefinition,
     ScheduleResultData,
     SessionDetails,
@@ -29,9 +32,11 @@ from ..models import (
 )
 from . import commands, turns
 from .agents import AgentCatalog
+from .approvals import ApprovalInbox
 from .hermes import compat, plugin, port
 from .lifecycle import Lifecycle
-from .runs import Run, RunRegistry, ToolBudget
+from .runs import Run, ToolBudget
+from .runs_registry import RunRegistry
 from .runtime import HermesRuntime
 from .schedules import Schedules
 from .sessions import Sessions
@@ -42,6 +47,7 @@ log = logging.getLogger(__name__)
 
 JOB_TIMEOUT_MARGIN = 3.0  # seconds between the end of a run budget and the NorFab job timeout
 STOP_ADAPTER_TIMEOUT = 30.0
+SESSION_ID_WAIT = 2.0  # seconds start_run waits for a new session's id before answering without it
 CUT_BY_RESTART = (
     "[This turn was cut short: the hermes worker stopped before it finished, and it was not resumed. "
     "The request above was not completed; answer the next message for itself.]"
@@ -81,12 +87,14 @@ class HermesHost:
         self.tools = ToolBox(client)
         self.schedules = Schedules(worker_name, self.catalog, self.runtime, self.run_scheduled)
         self.lifecycle = Lifecycle(worker_name, self.catalog, self.runtime, self.runs, self.tools, definition_of or self.catalog.require)
+        self.approvals = ApprovalInbox(worker_name)
         self.tool_runner = ToolRunner(
             client,
             inventory.tool_result_max_chars,
             inventory.tool_concurrency_per_worker,
             secrets=self.catalog.secrets,
             ask=self.runs.ask_operator,
+            inbox=self.approvals,
         )
 
     @property
@@ -158,26 +166,65 @@ class HermesHost:
         job: Any,
         interactive: bool = False,
     ) -> InvokeResultData:
+        self._check_instructions(instructions)
+        return self._execute(self._accept(agent, session_id, timeout, job, interactive), instructions)
+
+    def run_scheduled(self, agent: str, prompt: str, schedule_id: str) -> InvokeResultData:
+        """A due schedule, as a run of its agent: a session of its own, nobody attached."""
+        return self._execute(self._accept(agent, None, None, None, False, schedule_id), prompt)
+
+    def start_run(self, agent: str, instructions: str, session_id: Optional[str], timeout: Optional[float]) -> RunStateData:
+        """A run in the background: its ids at once; get_run follows it."""
+        self._check_instructions(instructions)
+        run = self._accept(agent, session_id, timeout, None, False)
+        threading.Thread(target=self._background, args=(run, instructions), name=f"hermes-run-{run.run_id}", daemon=True).start()
+        deadline = time.time() + SESSION_ID_WAIT
+        while run.session_id is None and run.finished is None and time.time() < deadline:
+            time.sleep(turns.POLL / 2)
+        return self.run_state(agent, run.run_id)
+
+    def _background(self, run: Run, instructions: str) -> None:
+        try:
+            self._execute(run, instructions)
+        except Exception as error:  # a refused or failed run still ends, with the reason in its journal
+            run.warnings.append(str(error))
+            run.event(f"run {run.run_id} failed: {error}", severity="WARNING")
+
+    def run_state(self, agent: str, run_id: str, offset: int = 0) -> RunStateData:
+        self.catalog.require_known(agent)
+        run = self.runs.get(agent, run_id)
+        events = run.events[offset:]
+        return RunStateData(
+            run_id=run.run_id,
+            agent=run.agent,
+            worker=self.worker_name,
+            session_id=run.session_id,
+            state=run.state,
+            stop_reason=run.stop_reason if run.finished is not None else None,
+            started=run.summary().started,
+            events=events,
+            next_offset=offset + len(events),
+            approvals=run.approvals,
+            result=run.result,
+        )
+
+    @staticmethod
+    def _check_instructions(instructions: str) -> None:
         if instructions.lstrip().startswith("/"):
             raise InvalidRequest(
                 f"instructions: '{instructions.split()[0]}' looks like a slash command; use the command task for commands"
             )
-        return self._run(agent, instructions, session_id, timeout, job, interactive)
 
-    def run_scheduled(self, agent: str, prompt: str, schedule_id: str) -> InvokeResultData:
-        """A due schedule, as a run of its agent: a session of its own, nobody to ask."""
-        return self._run(agent, prompt, None, None, None, False, schedule_id)
-
-    def _run(
+    def _accept(
         self,
         agent: str,
-        instructions: str,
         session_id: Optional[str],
         timeout: Optional[float],
         job: Any,
         interactive: bool,
         schedule_id: Optional[str] = None,
-    ) -> InvokeResultData:
+    ) -> Run:
+        """A run of the agent, with its budgets, tracked from now on (queued until it executes)."""
         definition = self.require(agent)
         if self.tools.retry_unavailable():
             plugin.install_tools(self.tools.specs)
@@ -193,26 +240,45 @@ class HermesHost:
             max_repeats=self.inventory.max_repeated_calls,
         )
         key = compat.session_key(chat_id, agent)
-        run = Run(agent, chat_id, key, budget, self.catalog.max_turns(definition), job, interactive, tool_budget)
+        run = Run(
+            agent, chat_id, key, budget, self.catalog.max_turns(definition), job, interactive, tool_budget, definition.approval_timeout
+        )
         run.session_id, run.schedule_id = session_id, schedule_id
-        with self.runs.slot(run), self.runs.chat_turn(run), self.runs.registered(run):
-            run.event(
-                f"run {run.run_id} started on agent '{agent}'",
-                extras={
-                    "run_id": run.run_id,
-                    "agent": agent,
-                    "session_id": session_id,
-                    "worker": self.worker_name,
-                    "job_uuid": run.job_uuid,
-                },
-            )
-            turn = turns.wait(self.runtime, run, instructions, self.stopping)
-            result = turns.envelope(self.runtime, run, turn, self.worker_name, self.catalog.secrets())
-            if result.stop_reason != StopReason.completed.value and turn is not None:
-                note = f"[This turn ended without an answer ({result.stop_reason}: {run.stop_message or 'see the run warnings'}).]"
-                compat.close_unanswered_turn(self.runtime.runner, result.session_id, note)
-        run.event(f"run {run.run_id} {result.stop_reason}", extras={"run_id": run.run_id, "session_id": result.session_id})
-        return result
+        self.runs.track(run)
+        return run
+
+    def _execute(self, run: Run, instructions: str) -> InvokeResultData:
+        """Wait for a run slot and the session, run the turn, build the envelope; the run ends either way."""
+        result = None
+        try:
+            with self.runs.slot(run), self.runs.chat_turn(run), self.runs.executing(run):
+                run.event(
+                    f"run {run.run_id} started on agent '{run.agent}'",
+                    extras={
+                        "run_id": run.run_id,
+                        "agent": run.agent,
+                        "session_id": run.session_id,
+                        "worker": self.worker_name,
+                        "job_uuid": run.job_uuid,
+                    },
+                )
+                turn = turns.wait(self.runtime, run, instructions, self.stopping)
+                result = turns.envelope(self.runtime, run, turn, self.worker_name, self.catalog.secrets())
+                if result.stop_reason != StopReason.completed.value and turn is not None:
+                    note = f"[This turn ended without an answer ({result.stop_reason}: {run.stop_message or 'see the run warnings'}).]"
+                    compat.close_unanswered_turn(self.runtime.runner, result.session_id, note)
+            run.event(f"run {run.run_id} {result.stop_reason}", extras={"run_id": run.run_id, "session_id": result.session_id})
+            return result
+        finally:
+            self.runs.finish(run, result)
+
+    def decide(self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str]) -> ApprovalInfo:
+        return self.approvals.decide(approval_id, approve, by, note)
+
+    def pending_approvals(self, agent: Optional[str]) -> List[ApprovalInfo]:
+        if agent is not None:
+            self.catalog.require_known(agent)
+        return self.approvals.pending(agent)
 
     def interrupt(self, agent: str, run_id: str) -> InterruptResultData:
         self.catalog.require(agent)

@@ -19,7 +19,7 @@ from ..models import AgentDefinition, ManageAgentResultData, check_agent_name, p
 from . import profiles, turns
 from .agents import INVENTORY, NATIVE, RUNTIME, AgentCatalog
 from .hermes import compat, cron, plugin, profile_store
-from .runs import RunRegistry
+from .runs_registry import RunRegistry
 from .runtime import HermesRuntime
 from .tool_specs import ToolBox
 
@@ -193,7 +193,7 @@ class Lifecycle:
 
     def _quiesce(self, agent: str, interrupt: bool) -> List[str]:
         """No run of the agent in flight: refuse, or interrupt them and wait for them to end."""
-        active = [run.run_id for run in self.runs.active() if run.agent == agent]
+        active = self.runs.accepted(agent)
         if not active:
             return []
         if not interrupt:
@@ -203,7 +203,7 @@ class Lifecycle:
             )
         self.runs.stop_agent(agent, "interrupted by a lifecycle action on the agent")
         deadline = time.time() + turns.GRACE + ADAPTER_TIMEOUT
-        while any(run.agent == agent for run in self.runs.active()) and time.time() < deadline:
+        while self.runs.accepted(agent) and time.time() < deadline:
             time.sleep(turns.POLL)
         return [f"interrupted runs {', '.join(active)}"]
 

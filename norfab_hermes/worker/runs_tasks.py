@@ -1,11 +1,21 @@
-"""Tasks that run agents: invoke, interrupt, and native commands."""
+"""Tasks that run agents: invoke, start_run in the background, get_run, interrupt, and native commands."""
 
 from typing import Optional
 
 from norfab.core.worker import Job
 from norfab.models import Result
 
-from ..models import CommandInput, CommandResult, InterruptInput, InterruptResult, InvokeInput, InvokeResult
+from ..models import (
+    CommandInput,
+    CommandResult,
+    GetRunInput,
+    GetRunResult,
+    InterruptInput,
+    InterruptResult,
+    InvokeInput,
+    InvokeResult,
+    StartRunInput,
+)
 from .task import HermesTask
 
 
@@ -66,3 +76,33 @@ class RunTasks:
             session_id: session whose chat runs the command; omit for a fresh chat.
         """
         return Result(result=self.running_host().command(agent, command, session_id).model_dump())
+
+    @HermesTask(input=StartRunInput, output=GetRunResult, fastapi={"methods": ["POST"]}, mcp=False, agent={"enabled": False})
+    def start_run(
+        self, agent: str, instructions: str, session_id: Optional[str] = None, run_timeout: Optional[float] = None
+    ) -> Result:
+        """
+        Start an agent run in the background: its run_id and session_id come back at once.
+
+        Args:
+            agent: agent name.
+            instructions: what to ask the agent.
+            session_id: continue this session; omit to start a new one.
+            run_timeout: run budget in seconds, at most the agent's run_timeout.
+
+        Returns:
+            Result whose ``result`` is the run's state (follow it with get_run).
+        """
+        return Result(result=self.running_host().start_run(agent, instructions, session_id, run_timeout).model_dump())
+
+    @HermesTask(input=GetRunInput, output=GetRunResult, fastapi={"methods": ["GET"]}, mcp=False, agent={"enabled": False})
+    def get_run(self, agent: str, run_id: str, offset: int = 0) -> Result:
+        """
+        A run's state, its progress events from an offset, and its full result once finished.
+
+        Args:
+            agent: agent name of the run.
+            run_id: run id, from start_run or invoke.
+            offset: first event to return; next_offset of the previous answer.
+        """
+        return Result(result=self.running_host().run_state(agent, run_id, offset).model_dump())

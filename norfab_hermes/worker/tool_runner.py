@@ -90,12 +90,14 @@ class ToolRunner:
         per_target: int,
         secrets: Callable[[], List[str]] = lambda: [],
         ask: Callable[[str, str, Any], Any] = None,
+        inbox: Any = None,
     ) -> None:
         self.client = client
         self.max_chars = max_chars
         self.per_target = per_target
         self.secrets = secrets
         self.ask = ask  # ask(session_key, question, default): the run's operator answers, or PermissionError
+        self.inbox = inbox  # the approval inbox of runs nobody is attached to
         self._targets: Dict[str, threading.BoundedSemaphore] = {}
         self._lock = threading.Lock()
 
@@ -200,13 +202,23 @@ class ToolRunner:
         return timeout
 
     def _approve(self, spec: ToolSpec, arguments: Dict[str, Any], run: Any) -> None:
+        """A live caller answers inline; a run nobody is attached to waits in the inbox, or is refused."""
         if not spec.definition.approval:
             return
-        if self.ask is None or run is None:
+        if run is None or (self.ask is None and self.inbox is None):
             raise ToolError("this tool needs the operator's approval, and nobody can be asked in this run")
+        target = f"{spec.target.service}.{spec.target.task} on {spec.target.workers}"
+        if not run.interactive and run.approval_timeout > 0 and self.inbox is not None:
+            approval = self.inbox.request(run, spec.name, target, arguments)
+            note = f" ({approval.note})" if approval.note else ""
+            if approval.state == "approved":
+                return
+            if approval.state == "denied":
+                raise ToolError(f"{approval.decided_by or 'an operator'} denied this call{note}; it was not made")
+            raise ToolError(f"this tool needs the operator's approval: approval {approval.approval_id} expired{note}; the call was not made")
         question = (
-            f"Agent '{spec.agent}' wants to run tool {spec.name} "
-            f"({spec.target.service}.{spec.target.task}) with {json.dumps(arguments, sort_keys=True)}. Allow?"
+            f"Agent '{spec.agent}' wants to run tool {spec.name} ({spec.target.service}.{spec.target.task}) "
+            f"with {json.dumps(arguments, sort_keys=True)}. Allow?"
         )
         try:
             allowed = self.ask(run.session_key, question, False)

@@ -43,6 +43,8 @@ def wait(runtime: HermesRuntime, run: Run, text: str, stopping: threading.Event)
             return future.result(POLL)
         except concurrent.futures.TimeoutError:
             pass
+        if run.session_id is None:  # a new session: known once the gateway took the message
+            run.session_id = compat.chat_session(runtime.runner, run.session_key)
         if time.time() > run.deadline:
             run.stop(StopReason.run_timeout.value, f"run budget of {run.deadline - run.started:.0f}s spent")
         if stopping.is_set():
@@ -88,6 +90,7 @@ def envelope(runtime: HermesRuntime, run: Run, turn: Optional[Any], worker: str,
             cost_usd=cost,
         ),
         warnings=run.warnings,
+        approvals=run.approvals,
     )
 
 

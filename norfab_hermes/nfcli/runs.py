@@ -1,0 +1,284 @@
+"""
+Background runs and the approval inbox from the ``nf#`` shell:
+``hermes invoke ... background``, ``hermes run AGENT RUN_ID (follow)``,
+``hermes approvals``, ``hermes approve ID`` and ``hermes deny ID``.
+
+A background run (``start_run``) answers at once with its run and session
+ids; ``hermes run`` reads its state, events and reply with ``get_run`` from
+the worker that ran it, and ``follow`` polls until it ends. A run nobody is
+attached to (background, scheduled, REST or MCP) parks an approval-gated tool
+call in its worker's inbox when its agent sets ``approval_timeout``: an
+approval id is known only on that worker, so ``approve`` and ``deny`` ask
+every selected worker and the one that knows it answers.
+"""
+
+import json
+import time
+from datetime import datetime, timezone
+from typing import Any, ClassVar, Dict, List, Optional
+
+from pydantic import Field, field_validator
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
+
+from ..models import ApprovalInfo, RunEvent, RunStateData
+from ..routing import Router, Target
+from .common import WorkersOption, as_str, guarded, hint, misparsed, router
+from .live import CtrlC, error_text, reply_view, table
+from .views import failed
+
+USAGE = """  hermes invoke AGENT "INSTRUCTIONS" background (session SESSION) (workers WORKER) (timeout SECONDS)
+  hermes run AGENT RUN_ID (workers WORKER) (follow)
+  hermes approvals (workers SELECTOR)
+  hermes approve APPROVAL_ID (note "WHY") (workers SELECTOR)
+  hermes deny APPROVAL_ID (note "WHY") (workers SELECTOR)
+    background answers at once with the run's ids; follow shows its events until it ends (Ctrl+C stops
+    following, not the run); approve and deny ask every selected worker, the run's own worker answers."""
+
+FOLLOW_POLL = 0.5  # seconds between get_run calls while following
+KEY_POLL = 0.1  # seconds between checks for a Ctrl+C key while following
+STATE_STYLES = {"running": "cyan", "queued": "cyan", "waiting_for_approval": "yellow"}
+APPROVAL_STYLES = {"pending": "yellow", "approved": "green"}  # denied and expired are red
+INBOX_COLUMNS = ["worker", "approval", "agent", "run", "tool", "target", "arguments", "expires"]
+RUN_APPROVAL_COLUMNS = ["approval", "tool", "target", "arguments", "state", "decided by", "note"]
+
+
+def usage(problem: str) -> Text:
+    return error_text([problem, "usage:", USAGE])
+
+
+# ---------------------------------------------------------------- commands
+
+
+class HermesApprovalsCommand(WorkersOption):
+    @staticmethod
+    def run(workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
+        return misparsed(kwargs) or guarded(lambda: inbox(router(), as_str(workers)))
+
+
+class HermesApproveCommand(WorkersOption):
+    """``ID (note "WHY") (workers SELECTOR)``; subclasses change ACTION, the decision task."""
+
+    ACTION: ClassVar[str] = "approve"
+    # plain str: PICLE leaves such values alone; presence: a bare 'note' arrives as True and is refused
+    note: str = Field(
+        None, description="Why, kept in the run's record (a denial's note is told to the agent)", json_schema_extra={"presence": True}
+    )
+
+    @field_validator("note", mode="before")
+    @classmethod
+    def one_text(cls, value: Any) -> Any:
+        """Unquoted words arrive as a list (validated only in the nf[hermes]# subshell)."""
+        return "" if value is True else " ".join(map(str, value)) if isinstance(value, list) else value
+
+    @classmethod
+    def run(cls, approval_id: str, note: Any = None, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
+        if misparsed(kwargs):
+            return misparsed(kwargs)
+        if note is True:
+            return usage(f'note takes the reason, quoted: hermes {cls.ACTION} ID note "WHY"')
+        why = " ".join(map(str, note)) if isinstance(note, list) else as_str(note)
+        ref, where = str(approval_id), as_str(workers)
+        return guarded(lambda: decide(router(), cls.ACTION, ref, why, where))
+
+
+class HermesDenyCommand(HermesApproveCommand):
+    ACTION: ClassVar[str] = "deny"
+
+
+def approval_verb(description: str) -> Any:
+    """The field of approve and deny: the approval id, then the command's options (a PICLE key dict)."""
+    return Field(
+        None,
+        description=description,
+        json_schema_extra={"pkey": "approval_id", "pkey_description": "Approval id, from 'hermes approvals'"},
+    )
+
+
+def start(
+    routes: Router, agent: str, instructions: str, session: Optional[str], workers: Optional[str], timeout: Any
+) -> RenderableType:
+    """``hermes invoke AGENT "..." background``: start_run on the agent's (session's) worker, its ids at once."""
+    target = routes.resolve(agent, workers, session)
+    kwargs: Dict[str, Any] = {"instructions": instructions, "session_id": session}
+    if timeout:
+        kwargs["run_timeout"] = timeout
+    res = routes.one("start_run", target, kwargs)
+    problem = failed(res)
+    if problem:
+        return problem
+    data = RunStateData.model_validate(res["result"])
+    parts: List[RenderableType] = [
+        Text(
+            f"run {data.run_id} started in the background: agent '{data.agent}' on worker '{data.worker}', "
+            f"session {data.session_id or '(not known yet, see hermes run)'}, {data.state}"
+        ),
+        hint(f"follow it: hermes run {data.agent} {data.run_id} workers {data.worker} follow"),
+    ]
+    if data.session_id:
+        parts.append(hint(f'continue the session: hermes invoke {data.agent} "..." session {data.session_id} workers {data.worker}'))
+    return Group(*parts)
+
+
+def show(routes: Router, agent: str, run_id: str, workers: Optional[str], follow: bool) -> RenderableType:
+    """``hermes run AGENT RUN_ID (follow)``."""
+    target, res = routes.run_state(agent, run_id, workers)
+    problem = failed(res)
+    if problem:
+        return problem
+    data = RunStateData.model_validate(res["result"])
+    if follow and data.state != "finished":
+        return follow_run(routes, target, data)
+    parts: List[RenderableType] = [header(data), *[event_line(e) for e in data.events]]
+    if data.approvals:
+        parts.append(run_approvals(data))
+    if data.state == "finished":
+        parts.append(ending(target, data))
+    else:
+        parts.append(hint(f"follow it: hermes run {data.agent} {data.run_id} workers {data.worker} follow"))
+    return Group(*parts)
+
+
+def follow_run(routes: Router, target: Target, data: RunStateData) -> RenderableType:
+    """Print the run's events as they come, every FOLLOW_POLL seconds, until it ends; Ctrl+C stops following."""
+    console = Console()
+    console.print(header(data))
+    announced: set = set()
+    try:
+        with CtrlC() as ctrl_c:
+            while True:
+                for event in data.events:
+                    console.print(event_line(event))
+                for approval in data.approvals:
+                    if approval.state == "pending" and approval.approval_id not in announced:
+                        announced.add(approval.approval_id)
+                        console.print(waiting_line(approval))
+                if data.state == "finished":
+                    return ending(target, data)
+                deadline = time.time() + FOLLOW_POLL
+                while time.time() < deadline:
+                    if ctrl_c.pressed():
+                        raise KeyboardInterrupt  # the key and the signal are handled alike
+                    time.sleep(KEY_POLL)
+                res = routes.one("get_run", target, {"run_id": data.run_id, "offset": data.next_offset})
+                problem = failed(res)
+                if problem:
+                    return problem
+                data = RunStateData.model_validate(res["result"])
+    except KeyboardInterrupt:
+        return Text(
+            f"stopped following; run {data.run_id} goes on on worker '{target.worker}': "
+            f"hermes run {target.agent} {data.run_id} workers {target.worker} (follow)",
+            style="yellow",
+        )
+
+
+def inbox(routes: Router, workers: Optional[str]) -> RenderableType:
+    """``hermes approvals``: the pending approvals of every selected worker."""
+    replies = routes.call("get_approvals", routes.select(workers))
+    rows: List[List[Any]] = []
+    for worker, res in sorted(replies.items()):
+        problem = failed(res)
+        if problem:
+            rows.append([worker, "", "", "", "", "", problem, ""])
+            continue
+        for a in (ApprovalInfo.model_validate(item) for item in res["result"]):
+            rows.append([worker, a.approval_id, a.agent, a.run_id, a.tool, a.target, arguments(a), expires(a.expires)])
+    parts: List[RenderableType] = [table("approvals waiting for an operator", INBOX_COLUMNS, rows)]
+    if any(row[1] for row in rows):
+        parts.append(hint('decide one: hermes approve APPROVAL (note "WHY") or hermes deny APPROVAL (note "WHY")'))
+        parts.append(hint("see its run: hermes run AGENT RUN workers WORKER"))
+    return Group(*parts)
+
+
+def decide(routes: Router, action: str, approval_id: str, note: Optional[str], workers: Optional[str]) -> RenderableType:
+    """``hermes approve|deny ID``: the answer of the worker that knows the id."""
+    parts: List[RenderableType] = []
+    for worker, res in sorted(routes.decide(action, approval_id, note, workers).items()):
+        problem = failed(res)
+        if problem:
+            parts.append(problem)
+            continue
+        a = ApprovalInfo.model_validate(res["result"])
+        parts.append(
+            Text.assemble(
+                f"approval {a.approval_id} of run {a.run_id} (agent '{a.agent}', worker '{worker}'): ",
+                (a.state, APPROVAL_STYLES.get(a.state, "red")),
+                f" by {a.decided_by or 'unknown'} at {a.decided or '?'}",
+            )
+        )
+        parts.append(Text(f"{a.tool} ({a.target}) with {arguments(a)}" + (f"; note: {a.note}" if a.note else "")))
+        parts.append(hint(f"follow the run: hermes run {a.agent} {a.run_id} workers {worker} follow"))
+    return Group(*parts)
+
+
+# ------------------------------------------------------------------- views
+
+
+def header(data: RunStateData) -> Text:
+    state = data.state + (f": {data.stop_reason}" if data.stop_reason else "")
+    style = ("dim" if data.stop_reason == "completed" else "yellow") if data.state == "finished" else STATE_STYLES.get(data.state, "")
+    return Text.assemble(
+        (f"run {data.run_id} | agent {data.agent} | worker {data.worker} | ", "bold"),
+        (state, style),
+        f" | session {data.session_id or '(not known yet)'} | started {clock(data.started)}",
+    )
+
+
+def event_line(event: RunEvent) -> Text:
+    severity = "WARNING" if event.severity.upper().startswith("WARN") else event.severity.upper()
+    return Text.assemble(
+        (clock(event.time), "dim"), " ", (f"{severity:<7}", "yellow" if severity == "WARNING" else "green"), " ", event.message
+    )
+
+
+def waiting_line(a: ApprovalInfo) -> Text:
+    return Text(
+        f"approval {a.approval_id} waits for an operator until {clock(a.expires)}: {a.tool} ({a.target}) with "
+        f'{arguments(a)}; decide it: hermes approve {a.approval_id} (note "WHY") or hermes deny {a.approval_id}',
+        style="yellow",
+    )
+
+
+def run_approvals(data: RunStateData) -> RenderableType:
+    rows = [
+        [a.approval_id, a.tool, a.target, arguments(a), Text(a.state, style=APPROVAL_STYLES.get(a.state, "red")), a.decided_by, a.note]
+        for a in data.approvals
+    ]
+    parts: List[RenderableType] = [table(f"approvals of run {data.run_id}", RUN_APPROVAL_COLUMNS, rows)]
+    pending = [a.approval_id for a in data.approvals if a.state == "pending"]
+    if pending:
+        parts.append(hint(f'decide it: hermes approve {pending[0]} (note "WHY") or hermes deny {pending[0]}'))
+    return Group(*parts)
+
+
+def ending(target: Target, data: RunStateData) -> RenderableType:
+    """A finished run: its reply as invoke shows it, or why it has none."""
+    if data.result is None:
+        return error_text([f"run {data.run_id} ended without a reply: {data.stop_reason or 'failed'} (see its events)"])
+    step = None
+    if data.session_id:
+        step = f'continue with: hermes invoke {data.agent} "..." session {data.session_id} workers {target.worker}'
+    return reply_view({"result": data.result.model_dump()}, step)
+
+
+def arguments(approval: ApprovalInfo) -> str:
+    return json.dumps(approval.arguments, sort_keys=True, default=str)
+
+
+def clock(iso: Optional[str]) -> str:
+    """An ISO time as local HH:MM:SS.mmm (as NorFab prints job events); as given if it does not parse."""
+    try:
+        moment = datetime.fromisoformat(str(iso))
+    except ValueError:
+        return str(iso or "")
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone().strftime("%H:%M:%S.%f")[:-3]
+
+
+def expires(iso: str) -> str:
+    try:
+        left = (datetime.fromisoformat(iso) - datetime.now(timezone.utc)).total_seconds()
+    except (TypeError, ValueError):
+        return iso
+    return f"{clock(iso)} (in {max(left, 0):.0f}s)"

@@ -1,0 +1,148 @@
+"""
+Runs for any client: background runs that answer with their ids at once and
+are followed with get_run, and the approval inbox that lets a run nobody is
+attached to wait for an operator's decision - from another client, for a
+scheduled check too.
+"""
+
+import time
+
+import pytest
+from conftest import hermes_worker, network, network_jobs, norfab, run
+
+WORKER = "hermes-worker-1"
+FB_SCHEMA = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
+BOUNCE = {"input_schema": FB_SCHEMA, "approval": True, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show users"]}}}
+AGENTS = {
+    "alpha": {"instructions": "You are ALPHA."},
+    "fixer": {"instructions": "You fix.", "toolsets": ["norfab"], "tools": {"bounce": BOUNCE}, "approval_timeout": 30},
+    "hasty": {"instructions": "You fix fast.", "toolsets": ["norfab"], "tools": {"bounce": BOUNCE}, "approval_timeout": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def lab(model, tmp_path_factory):
+    base = tmp_path_factory.mktemp("lab")
+    workers, files = network(["r1"])
+    workers[WORKER] = {**hermes_worker(model.base_url, AGENTS), "depends_on": ["nornir-worker-1"]}
+    with norfab(base, workers, files) as nf:
+        yield nf, base
+
+
+def ok(res):
+    assert not res["failed"], res["errors"]
+    return res["result"]
+
+
+def follow(nf, agent, run_id, until=("finished",), timeout=60):
+    """get_run until the run's state is one of ``until``; returns (last state, every event seen)."""
+    events, offset, deadline = [], 0, time.time() + timeout
+    while time.time() < deadline:
+        state = ok(run(nf.client, "get_run", agent=agent, run_id=run_id, offset=offset))
+        events += state["events"]
+        offset = state["next_offset"]
+        if state["state"] in until:
+            return state, events
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id} stayed {state['state']}")
+
+
+def shows_users(base):
+    return [kwargs for _, kwargs in network_jobs(base) if kwargs.get("commands") == ["show users"]]
+
+
+def test_a_background_run_answers_at_once_and_get_run_follows_it(lab):
+    nf, _ = lab
+    started = time.time()
+    accepted = ok(run(nf.client, "start_run", agent="alpha", instructions="SLEEP 3"))
+    took = time.time() - started
+    assert took < 1.5, f"start_run took {took:.2f}s"
+    assert accepted["run_id"] and accepted["session_id"] and accepted["state"] in ("queued", "running")
+    finished, events = follow(nf, "alpha", accepted["run_id"])
+    messages = [e["message"] for e in events]
+    assert messages[0] == f"run {accepted['run_id']} started on agent 'alpha'" and messages[-1].endswith("completed")
+    assert finished["result"]["response"] == "SLEPT 3" and finished["result"]["session_id"] == accepted["session_id"]
+    later = ok(run(nf.client, "get_run", agent="alpha", run_id=accepted["run_id"], offset=finished["next_offset"]))
+    assert later["events"] == [] and later["state"] == "finished"
+
+
+def test_two_background_runs_overlap(lab):
+    nf, _ = lab
+    started = time.time()
+    ids = [ok(run(nf.client, "start_run", agent="alpha", instructions=f"SLEEP 4 #{i}"))["run_id"] for i in range(2)]
+    for run_id in ids:
+        assert follow(nf, "alpha", run_id)[0]["stop_reason"] == "completed"
+    assert time.time() - started < 7.5, "the two runs ran one after the other"
+
+
+def test_a_parked_approval_is_approved_by_another_client(lab):
+    nf, base = lab
+    accepted = ok(run(nf.client, "start_run", agent="fixer", instructions='CALL bounce {"FB": "r1"}'))
+    waiting, _ = follow(nf, "fixer", accepted["run_id"], until=("waiting_for_approval",))
+    [approval] = waiting["approvals"]
+    assert (approval["tool"], approval["arguments"], approval["state"]) == ("bounce", {"FB": "r1"}, "pending")
+    assert approval["target"] == "nornir.cli on any" and len(approval["arguments_digest"]) == 12
+    assert not shows_users(base), "the call ran before anyone approved it"
+    other = nf.make_client(name="approver-client")
+    try:
+        assert [a["approval_id"] for a in ok(run(other, "get_approvals"))] == [approval["approval_id"]]
+        decided = ok(run(other, "approve", approval_id=approval["approval_id"], note="change window CHG-42"))
+    finally:
+        other.destroy()
+    assert decided["state"] == "approved" and decided["note"] == "change window CHG-42"
+    assert "approver-client" in decided["decided_by"]
+    finished, _ = follow(nf, "fixer", accepted["run_id"])
+    [call] = finished["result"]["tool_calls"]
+    assert call["status"] == "completed" and call["job_uuid"]
+    assert finished["result"]["approvals"][0]["state"] == "approved" and len(shows_users(base)) == 1
+
+
+def test_a_denied_approval_continues_with_the_refusal(lab):
+    nf, base = lab
+    before = len(shows_users(base))
+    accepted = ok(run(nf.client, "start_run", agent="fixer", instructions='CALL bounce {"FB": "r1"} #deny'))
+    waiting, _ = follow(nf, "fixer", accepted["run_id"], until=("waiting_for_approval",))
+    ok(run(nf.client, "deny", approval_id=waiting["approvals"][0]["approval_id"], note="not tonight"))
+    finished, _ = follow(nf, "fixer", accepted["run_id"])
+    [call] = finished["result"]["tool_calls"]
+    assert call["status"] == "refused" and "denied this call (not tonight)" in call["error"]
+    assert finished["stop_reason"] == "completed" and len(shows_users(base)) == before
+
+
+def test_an_approval_nobody_decides_expires_and_is_recorded(lab):
+    nf, base = lab
+    before = len(shows_users(base))
+    accepted = ok(run(nf.client, "start_run", agent="hasty", instructions='CALL bounce {"FB": "r1"}'))
+    finished, _ = follow(nf, "hasty", accepted["run_id"])
+    [approval] = finished["result"]["approvals"]
+    assert approval["state"] == "expired" and approval["note"] == "nobody decided in time"
+    assert "expired" in finished["result"]["tool_calls"][0]["error"] and len(shows_users(base)) == before
+    res = run(nf.client, "approve", approval_id=approval["approval_id"])
+    assert res["failed"] and "is already expired" in res["errors"][0]
+
+
+def test_a_scheduled_runs_approval_lands_in_the_same_inbox(lab):
+    nf, base = lab
+    before = len(shows_users(base))
+    definition = {"name": "fix-r1", "prompt": 'CALL bounce {"FB": "r1"}', "schedule": "every 1h"}
+    ok(run(nf.client, "schedule", agent="fixer", action="create", definition=definition))
+    ok(run(nf.client, "schedule", agent="fixer", action="run", schedule_id="fix-r1"))
+    deadline = time.time() + 30
+    pending = []
+    while not pending and time.time() < deadline:
+        pending = ok(run(nf.client, "get_approvals", agent="fixer"))
+        time.sleep(0.3)
+    assert pending, "the scheduled run's approval did not reach the inbox"
+    ok(run(nf.client, "approve", approval_id=pending[0]["approval_id"], note="ok for the window"))
+    deadline = time.time() + 30
+    history = []
+    while not history and time.time() < deadline:
+        history = ok(run(nf.client, "schedule", agent="fixer", action="history", schedule_id="fix-r1"))["history"]
+        time.sleep(0.3)
+    assert history[0]["tool_calls"][0]["status"] == "completed" and len(shows_users(base)) == before + 1
+
+
+def test_get_run_of_an_unknown_run(lab):
+    nf, _ = lab
+    res = run(nf.client, "get_run", agent="alpha", run_id="nope")
+    assert res["failed"] and "run 'nope' is not known on worker" in res["errors"][0]
