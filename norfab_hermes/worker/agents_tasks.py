@@ -18,11 +18,11 @@ from ..models import (
 )
 from ..redact import redact
 from .host import HermesHost
-from .task import HermesTask
+from .task import READ_ONLY, REST, HermesTask
 
 
 class AgentTasks:
-    @HermesTask(input=TaskInput, output=GetAgentsResult, fastapi={"methods": ["GET"]}, mcp={"annotations": {"readOnlyHint": True}})
+    @HermesTask(input=TaskInput, output=GetAgentsResult, fastapi=REST, mcp=READ_ONLY)
     def get_agents(self) -> Result:
         """List the agents served by this worker with their model and availability."""
         host = self.host
@@ -30,7 +30,7 @@ class AgentTasks:
             return Result(result=[])
         return Result(result=[summary.model_dump() for summary in agent_summaries(host)])
 
-    @HermesTask(input=ManageAgentInput, output=ManageAgentResult, fastapi={"methods": ["POST"]}, mcp=False, agent={"enabled": False})
+    @HermesTask(input=ManageAgentInput, output=ManageAgentResult, fastapi=REST, mcp=False, agent={"enabled": False})
     def manage_agent(
         self,
         action: str,
@@ -64,8 +64,8 @@ class AgentTasks:
     @HermesTask(
         input=AgentInput,
         output=GetAgentResult,
-        fastapi={"methods": ["GET"]},
-        mcp={"annotations": {"readOnlyHint": True}},
+        fastapi=REST,
+        mcp=READ_ONLY,
     )
     def get_agent(self, agent: str) -> Result:
         """

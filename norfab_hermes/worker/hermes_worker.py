@@ -26,6 +26,7 @@ from .runs_tasks import RunTasks
 from .schedules_tasks import ScheduleTasks
 from .service_tasks import ServiceTasks
 from .sessions_tasks import SessionTasks
+from .task import hide_builtin_tasks
 
 SERVICE = "hermes"
 CONTROL_JOB_SLOTS = 4  # NorFab job slots kept free for status, interrupt and get_* tasks
@@ -57,6 +58,7 @@ class HermesWorker(NFPWorker, RunTasks, ApprovalTasks, SessionTasks, AgentTasks,
         log_level: Optional[str] = None,
     ) -> None:
         super().__init__(inventory, broker, SERVICE, worker_name, exit_event, log_level)
+        hide_builtin_tasks()
         self.init_done_event = init_done_event
         self.hermes_inventory: Dict[str, Any] = {}
         self.host: Optional[HermesHost] = None

@@ -16,14 +16,14 @@ from ..models import (
     InvokeResult,
     StartRunInput,
 )
-from .task import HermesTask
+from .task import READ_ONLY, REST, STARTS_RUN, STOPS_RUN, HermesTask
 
 
 class RunTasks:
     @HermesTask(
         input=InvokeInput,
         output=InvokeResult,
-        fastapi={"methods": ["POST"]},
+        fastapi=REST,
         mcp=False,
         agent={"enabled": False},
     )
@@ -54,10 +54,10 @@ class RunTasks:
         """
         return Result(result=self.running_host().invoke(agent, instructions, session_id, timeout, job, interactive).model_dump())
 
-    @HermesTask(input=InterruptInput, output=InterruptResult, fastapi={"methods": ["POST"]}, mcp=False, agent={"enabled": False})
+    @HermesTask(input=InterruptInput, output=InterruptResult, fastapi=REST, mcp=STOPS_RUN, agent={"enabled": False})
     def interrupt(self, agent: str, run_id: str) -> Result:
         """
-        Stop a running invoke; it returns with stop_reason 'interrupted' and its partial reply.
+        Stop an agent's run: it ends with stop_reason 'interrupted' and whatever reply it had so far.
 
         Args:
             agent: agent name of the run.
@@ -65,7 +65,7 @@ class RunTasks:
         """
         return Result(result=self.running_host().interrupt(agent, run_id).model_dump())
 
-    @HermesTask(input=CommandInput, output=CommandResult, fastapi={"methods": ["POST"]}, mcp=False, agent={"enabled": False})
+    @HermesTask(input=CommandInput, output=CommandResult, fastapi=REST, mcp=False, agent={"enabled": False})
     def command(self, agent: str, command: str, session_id: Optional[str] = None) -> Result:
         """
         Run a native Hermes slash command (e.g. /usage) through the agent's gateway, never a shell.
@@ -77,12 +77,14 @@ class RunTasks:
         """
         return Result(result=self.running_host().command(agent, command, session_id).model_dump())
 
-    @HermesTask(input=StartRunInput, output=GetRunResult, fastapi={"methods": ["POST"]}, mcp=False, agent={"enabled": False})
+    @HermesTask(input=StartRunInput, output=GetRunResult, fastapi=REST, mcp=STARTS_RUN, agent={"enabled": False})
     def start_run(
         self, agent: str, instructions: str, session_id: Optional[str] = None, run_timeout: Optional[float] = None
     ) -> Result:
         """
-        Start an agent run in the background: its run_id and session_id come back at once.
+        Ask a network agent to investigate something; it works in the background and this answers at
+        once with run_id and session_id. Poll get_run with them until state is 'finished'. The agent
+        reads devices through its own tools; changes wait for an operator's approval.
 
         Args:
             agent: agent name.
@@ -95,10 +97,11 @@ class RunTasks:
         """
         return Result(result=self.running_host().start_run(agent, instructions, session_id, run_timeout).model_dump())
 
-    @HermesTask(input=GetRunInput, output=GetRunResult, fastapi={"methods": ["GET"]}, mcp=False, agent={"enabled": False})
+    @HermesTask(input=GetRunInput, output=GetRunResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False})
     def get_run(self, agent: str, run_id: str, offset: int = 0) -> Result:
         """
-        A run's state, its progress events from an offset, and its full result once finished.
+        Check on an agent's run: its state (queued, running, waiting_for_approval, finished), progress
+        events from an offset, and once finished its answer, tool calls and usage.
 
         Args:
             agent: agent name of the run.

@@ -5,11 +5,11 @@ from typing import Any, Dict, Optional
 from norfab.models import Result
 
 from ..models import ScheduleDefinition, ScheduleInput, ScheduleResult
-from .task import HermesTask
+from .task import REST, HermesTask
 
 
 class ScheduleTasks:
-    @HermesTask(input=ScheduleInput, output=ScheduleResult, fastapi={"methods": ["POST"]}, mcp=False, agent={"enabled": False})
+    @HermesTask(input=ScheduleInput, output=ScheduleResult, fastapi=REST, mcp=False, agent={"enabled": False})
     def schedule(
         self,
         agent: str,

@@ -21,13 +21,13 @@ from ..models import (
     WorkerStatus,
 )
 from ..redact import redact
-from .task import HermesTask
+from .task import READ_ONLY, REST, HermesTask
 
 VERSIONED_PACKAGES = ("norfab-hermes", "norfab", "hermes-agent", "picle", "pydantic")
 
 
 class ServiceTasks:
-    @HermesTask(input=GetStatusInput, output=GetStatusResult, fastapi={"methods": ["GET"]}, mcp={"annotations": {"readOnlyHint": True}})
+    @HermesTask(input=GetStatusInput, output=GetStatusResult, fastapi=REST, mcp=READ_ONLY)
     def get_status(self, agent: Optional[str] = None) -> Result:
         """
         Readiness, agents, active runs, scheduler health and errors of this worker.
@@ -57,12 +57,12 @@ class ServiceTasks:
             ).model_dump()
         )
 
-    @HermesTask(input=TaskInput, output=GetInventoryResult, fastapi={"methods": ["GET"]}, mcp={"annotations": {"readOnlyHint": True}})
+    @HermesTask(input=TaskInput, output=GetInventoryResult, fastapi=REST, mcp=READ_ONLY)
     def get_inventory(self) -> Result:
         """This worker's inventory with secrets redacted."""
         return Result(result=redact(self.hermes_inventory))
 
-    @HermesTask(input=TaskInput, output=GetVersionResult, fastapi={"methods": ["GET"]}, mcp={"annotations": {"readOnlyHint": True}})
+    @HermesTask(input=TaskInput, output=GetVersionResult, fastapi=REST, mcp=READ_ONLY)
     def get_version(self) -> Result:
         """Versions of norfab-hermes, NorFab, Hermes Agent, PICLE and Python."""
         versions = {package: importlib.metadata.version(package) for package in VERSIONED_PACKAGES}

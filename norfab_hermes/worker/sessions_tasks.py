@@ -3,15 +3,15 @@
 from norfab.models import Result
 
 from ..models import GetSessionInput, GetSessionResult, GetSessionsInput, GetSessionsResult
-from .task import HermesTask
+from .task import READ_ONLY, REST, HermesTask
 
 
 class SessionTasks:
     @HermesTask(
         input=GetSessionsInput,
         output=GetSessionsResult,
-        fastapi={"methods": ["GET"]},
-        mcp={"annotations": {"readOnlyHint": True}},
+        fastapi=REST,
+        mcp=READ_ONLY,
     )
     def get_sessions(self, agent: str, limit: int = 20) -> Result:
         """
@@ -26,8 +26,8 @@ class SessionTasks:
     @HermesTask(
         input=GetSessionInput,
         output=GetSessionResult,
-        fastapi={"methods": ["GET"]},
-        mcp={"annotations": {"readOnlyHint": True}},
+        fastapi=REST,
+        mcp=READ_ONLY,
     )
     def get_session(self, agent: str, session_id: str, limit: int = 50) -> Result:
         """

@@ -27,6 +27,36 @@ log = logging.getLogger(__name__)
 
 INJECTED = ("job", "progress")  # NorFab passes these; they are no caller input
 
+# How a task shows in NorFab's REST (fastapi) and MCP (fastmcp) services. Every REST route is a
+# POST: NorFab's routes read a JSON body, which many clients cannot send with a GET.
+REST = {"methods": ["POST"]}
+READ_ONLY = {"annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}}
+STARTS_RUN = {"annotations": {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": True}}
+STOPS_RUN = {"annotations": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}}
+APPROVES = {"annotations": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}}
+DENIES = {"annotations": {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}}
+# NorFab's own worker tasks that REST and MCP clients of a hermes worker do not get: other jobs'
+# arguments and results, logs, file deletion, worker internals. NorFab clients still call them.
+HIDDEN_BUILTINS = (
+    "job_details",
+    "job_list",
+    "get_logs",
+    "echo",
+    "delete_fetched_files",
+    "get_worker_status",
+    "get_stats",
+    "get_watchdog_configuration",
+)
+
+
+def hide_builtin_tasks() -> None:
+    """Take NorFab's own tasks off this worker process's REST routes and MCP tools."""
+    for name in HIDDEN_BUILTINS:
+        entry = NORFAB_WORKER_TASKS.get(name)
+        if entry is not None:
+            entry["schema"]["fastapi"] = False
+            entry["schema"]["mcp"] = False
+
 
 def failed(message: str) -> Result:
     return Result(failed=True, errors=[message], messages=[message])
