@@ -66,6 +66,8 @@ SUPPORTED_COMMANDS = {
 BLOCKED_COMMANDS = {"restart", "update"}
 DEFAULT_RUN_TIMEOUT = 300.0
 DEFAULT_TOOL_TIMEOUT = 60.0
+MAX_DELEGATION_DEPTH = 5  # no agent may set more: every level multiplies model calls and device load
+TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 class StrictModel(BaseModel):
@@ -162,6 +164,34 @@ class ToolDefinition(StrictModel):
         return value
 
 
+class DelegateDefinition(StrictModel):
+    """Another agent offered to an agent as a tool: its question goes to that agent on that worker."""
+
+    agent: StrictStr = Field(..., description="The agent asked, e.g. routing")
+    workers: StrictStr = Field(..., description="The one hermes worker that serves it, e.g. hermes-lab-2")
+    description: Union[None, StrictStr] = Field(
+        None, description="When the model should ask; defaults to 'Ask agent AGENT on worker WORKER'"
+    )
+    timeout: Union[None, PositiveFloat] = Field(
+        None, description="Longest the asked agent may take, seconds; never more than the caller's remaining budget"
+    )
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, value: str) -> str:
+        return check_agent_name(value)
+
+    @field_validator("workers")
+    @classmethod
+    def _one_worker(cls, value: str) -> str:
+        if value in ("any", "all") or any(c in value for c in "*?[,"):
+            raise ValueError(
+                f"workers '{value}' must name exactly one hermes worker, e.g. hermes-lab-2: "
+                "a delegate asks one agent on one worker, whose session and runs stay there"
+            )
+        return value
+
+
 class AgentDefinition(StrictModel):
     """A named agent: one native Hermes profile on a hermes worker."""
 
@@ -186,6 +216,15 @@ class AgentDefinition(StrictModel):
         description="Seconds a run nobody is attached to waits in the approval inbox for an approval-gated "
         "tool (approve/deny tasks); 0 refuses such calls at once",
     )
+    delegates: Dict[StrictStr, DelegateDefinition] = Field(
+        {}, description="Other agents this agent may ask, by tool name (listed with the norfab toolset)"
+    )
+    max_delegation_depth: int = Field(
+        2,
+        ge=0,
+        le=MAX_DELEGATION_DEPTH,
+        description="Longest chain of delegations, counted from the run that started it, this agent may extend",
+    )
 
     @field_validator("hermes")
     @classmethod
@@ -199,13 +238,20 @@ class AgentDefinition(StrictModel):
         no_api_key(model, "hermes.model")
         return value
 
-    @field_validator("tools")
+    @field_validator("tools", "delegates")
     @classmethod
-    def _tool_names(cls, value: Dict[str, ToolDefinition]) -> Dict[str, ToolDefinition]:
+    def _tool_names(cls, value: Dict[str, Any]) -> Dict[str, Any]:
         for name in value:
-            if not re.match(r"^[a-zA-Z0-9_-]{1,64}$", name):
+            if not TOOL_NAME_RE.match(name):
                 raise ValueError(f"tool name '{name}' must be 1-64 letters, digits, '_' or '-'")
         return value
+
+    @model_validator(mode="after")
+    def _one_name_one_tool(self) -> "AgentDefinition":
+        both = sorted(set(self.tools) & set(self.delegates))
+        if both:
+            raise ValueError(f"{', '.join(both)} named both under tools and under delegates; rename one")
+        return self
 
 
 class AgentReference(StrictModel):
@@ -329,6 +375,33 @@ def arguments_digest(arguments: Any) -> str:
     return hashlib.sha256(json.dumps(arguments, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+class Lineage(StrictModel):
+    """Where a delegated run comes from: the chain of agents that asked, from the first run."""
+
+    parent_run_id: StrictStr = Field(..., description="Run that asked this one")
+    root_run_id: StrictStr = Field(..., description="Run that started the chain")
+    depth: int = Field(..., ge=1, le=MAX_DELEGATION_DEPTH, description="1 for a run asked by a first run, and so on")
+    chain: List[StrictStr] = Field(
+        ..., min_length=1, max_length=MAX_DELEGATION_DEPTH, description="AGENT@WORKER of every run above this one, first run first"
+    )
+
+    @model_validator(mode="after")
+    def _depth_is_chain(self) -> "Lineage":
+        if len(self.chain) != self.depth:
+            raise ValueError(f"chain lists {len(self.chain)} runs for depth {self.depth}; they must agree")
+        return self
+
+
+class DelegatedRun(StrictModel):
+    """The run a delegate tool call started on the other agent."""
+
+    agent: StrictStr = Field(..., description="Agent asked")
+    worker: StrictStr = Field(..., description="Worker that ran it and owns its session")
+    run_id: Union[None, StrictStr] = Field(None, description="Its run id, once it started")
+    session_id: Union[None, StrictStr] = Field(None, description="Its session, readable with get_session on that worker")
+    stop_reason: Union[None, StrictStr] = Field(None, description="Why it ended")
+
+
 class ToolCallSummary(StrictModel):
     tool: StrictStr = Field(..., description="Tool name as the model saw it")
     service: Union[None, StrictStr] = Field(None, description="NorFab service of a NorFab tool")
@@ -340,6 +413,7 @@ class ToolCallSummary(StrictModel):
     duration: float = Field(..., description="Seconds")
     truncated: StrictBool = Field(False, description="Result was cut to the size limit")
     error: Union[None, StrictStr] = Field(None, description="Why the call failed or was refused")
+    delegated: Union[None, DelegatedRun] = Field(None, description="For a delegate tool: the run it started")
 
 
 class RunUsage(StrictModel):
@@ -378,6 +452,7 @@ class InvokeResultData(StrictModel):
     usage: RunUsage = Field(RunUsage(), description="Token and request usage")
     warnings: List[StrictStr] = Field([], description="Things the operator should know")
     approvals: List[ApprovalInfo] = Field([], description="Approvals the run waited for, and who decided them")
+    lineage: Union[None, Lineage] = Field(None, description="For a run another agent asked: who asked, from the first run")
 
 
 class RunEvent(StrictModel):
@@ -604,6 +679,9 @@ class InvokeInput(TaskInput):
         False,
         description="The caller answers input requests (questions and approvals) while the run goes on; "
         "otherwise they are refused at once, or wait in the approval inbox when the agent sets approval_timeout",
+    )
+    lineage: Union[None, Lineage] = Field(
+        None, description="Set by a delegating agent's worker: the runs that asked for this one"
     )
 
 

@@ -55,6 +55,7 @@ BROKER_TIMEOUT = 30  # seconds for show_workers and the quiet control tasks
 INVOKE_JOB_TIMEOUT = 600  # NorFab's default job timeout, above the default 300 s run budget
 JOB_MARGIN = 30  # seconds between a requested run budget and the job timeout
 COMMAND_JOB_TIMEOUT = 90  # the worker gives a native command 60 s
+SESSION_HISTORY = 200  # newest invoke jobs of this client searched for a session's last worker
 
 Selector = Union[None, str, List[str]]
 UNKNOWN_HERE = "is not known on worker"  # how a worker says a run or approval id is not its own
@@ -192,6 +193,9 @@ class Router:
         message = f"agent '{agent}' not found; known agents: {'; '.join(known) or 'none'}"
         if unreachable:
             message += f"; workers that did not answer: {', '.join(unreachable)}"
+        down = sorted(name for name, status in self.workers().items() if status != "alive")
+        if down:
+            message += f"; hermes workers that are down, whose agents are not listed: {', '.join(down)}"
         raise RoutingError(message)
 
     def resolve(self, agent: str, workers: Selector = None, session_id: Optional[str] = None) -> Target:
@@ -203,9 +207,12 @@ class Router:
                 workers, session owned by no alive worker, or a selector
                 that matches no alive worker.
         """
-        hosting = self.hosting(agent, workers)
-        if session_id:
-            return Target(self._session_owner(agent, session_id, hosting, workers), agent)
+        try:
+            hosting = self.hosting(agent, workers)
+            if session_id:
+                return Target(self._session_owner(agent, session_id, hosting, workers), agent)
+        except RoutingError as error:
+            raise RoutingError(f"{error}{self._last_owner_hint(agent, session_id)}") from None
         if len(hosting) > 1:
             raise RoutingError(
                 f"agent '{agent}' is served by several hermes workers: {', '.join(hosting)}; "
@@ -231,6 +238,26 @@ class Router:
             f"(asked {', '.join(hosting)}); sessions resume only on their own worker: if that worker is down, "
             "start it again, or start a new session"
         )
+
+    def _last_owner_hint(self, agent: str, session_id: Optional[str]) -> str:
+        """Where this client last ran ``session_id``, when that worker is not alive now.
+
+        The broker forgets a dead worker after its keepalives expire; the
+        client's own job store still says which worker answered the session.
+        """
+        if not session_id:
+            return ""
+        for job in self.client.job_db.fetch_jobs(service=SERVICE, task="invoke", last=SESSION_HISTORY) or []:
+            for worker, res in (job.get("result_data") or {}).items():
+                result = (res or {}).get("result") if isinstance(res, dict) else None
+                if isinstance(result, dict) and result.get("session_id") == session_id and result.get("agent") == agent:
+                    if self.workers().get(worker) == "alive":
+                        return ""
+                    return (
+                        f"; session '{session_id}' belongs to hermes worker '{worker}' (it answered it last), "
+                        "which is not alive: start that worker again, sessions resume only on their own worker"
+                    )
+        return ""
 
     def run_owner(self, agent: str, run_id: str, workers: Selector = None) -> Target:
         """The worker running ``run_id`` of ``agent``, from the workers' active runs."""

@@ -3,13 +3,21 @@ Shared fixtures: a real NorFab (broker, workers) built in a temporary
 directory, and the package's scripted model. Only the model is scripted.
 """
 
+import builtins
+import io
 import json
+import os
 import sqlite3
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
+from unittest import mock
 
 import pytest
+from norfab.clients.nfcli_shell.nfcli_shell_client import NorFabShell, mount_shell_plugins
+from picle import App
+from picle import picle as picle_module
 
 from norfab_hermes.testing.embedded import free_port, hermes_worker, network, wait_for_workers  # noqa: F401
 from norfab_hermes.testing.embedded import running_norfab as norfab  # noqa: F401
@@ -44,6 +52,27 @@ def result_of(future: Any, worker: str, timeout: float = 60) -> Dict[str, Any]:
     reply = future.result(timeout=timeout)
     assert reply and worker in reply, reply
     return reply[worker]
+
+
+PLUGINS = {"hermes": {"nfcli": {"mount_path": "hermes", "shell_model": "norfab_hermes.nfcli_shell:HermesShell"}}}
+
+
+@contextmanager
+def hermes_shell(nf: Any) -> Iterator[App]:
+    """nfcli's root shell with the hermes plugin mounted the way start_picle_shell does it."""
+    nf.inventory.plugins = PLUGINS  # what NorFabInventory loads from the inventory's 'plugins:' key
+    builtins.NFCLIENT = nf.client
+    console, width = picle_module.RICHCONSOLE, picle_module.RICHCONSOLE.width
+    console.width = 200  # no wrapping of long ids in captured output
+    with mock.patch.dict(os.environ, {"COLUMNS": "200"}):
+        shell = App(NorFabShell, stdout=io.StringIO())
+        mount_shell_plugins(shell, nf.inventory)
+        try:
+            yield shell
+        finally:
+            shell.model_remove(["hermes"])
+            console.width = width
+            del builtins.NFCLIENT
 
 
 def lab_workers(url: str) -> Dict[str, dict]:

@@ -1,6 +1,5 @@
 """The nf# hermes commands, driven through NorFab's real nfcli root shell against two hermes workers."""
 
-import builtins
 import contextlib
 import io
 import os
@@ -14,15 +13,11 @@ import time
 from unittest import mock
 
 import pytest
-from conftest import lab_workers, last_job, norfab, result_of, run, start_invoke
-from norfab.clients.nfcli_shell.nfcli_shell_client import NorFabShell, mount_shell_plugins
-from picle import App
-from picle import picle as picle_module
+from conftest import hermes_shell, lab_workers, last_job, norfab, result_of, run, start_invoke
 
 from norfab_hermes.nfcli.live import CtrlC
 
 LAB1, LAB2 = "hermes-lab-1", "hermes-lab-2"
-PLUGINS = {"hermes": {"nfcli": {"mount_path": "hermes", "shell_model": "norfab_hermes.nfcli_shell:HermesShell"}}}
 
 
 @pytest.fixture(scope="module")
@@ -33,18 +28,8 @@ def nf(model, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def app(nf):
-    """nfcli's root shell with the hermes plugin mounted the way start_picle_shell does it."""
-    nf.inventory.plugins = PLUGINS  # what NorFabInventory loads from the inventory's 'plugins:' key
-    builtins.NFCLIENT = nf.client
-    console, width = picle_module.RICHCONSOLE, picle_module.RICHCONSOLE.width
-    console.width = 200  # no wrapping of long ids in captured output
-    with mock.patch.dict(os.environ, {"COLUMNS": "200"}):
-        shell = App(NorFabShell, stdout=io.StringIO())
-        mount_shell_plugins(shell, nf.inventory)
+    with hermes_shell(nf) as shell:
         yield shell
-    shell.model_remove(["hermes"])
-    console.width = width
-    del builtins.NFCLIENT
 
 
 def nfcli(app, line, inputs=None, prompts=None):

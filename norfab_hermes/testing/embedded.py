@@ -5,7 +5,9 @@ inventory, for the demo, tests and benchmarks.
 ``running_norfab`` builds an inventory from inline worker definitions in a
 directory of its own; ``started`` runs any inventory file. Both wait until
 every worker has registered with the broker (NorFab's ``start()`` returns
-before that) and always destroy NorFab on the way out.
+before that) and always destroy NorFab on the way out. ``worker_process``
+and ``remote_worker`` run one worker as an OS process of its own, the way
+an operator starts it on the same or on another host.
 """
 
 import os
@@ -22,9 +24,9 @@ import yaml
 from norfab.core.nfapi import NorFab
 
 
-def free_port() -> int:
+def free_port(address: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((address, 0))
         return s.getsockname()[1]
 
 
@@ -41,12 +43,17 @@ def wait_for_workers(client: Any, names: List[str], timeout: float = 60) -> None
 
 
 def write_inventory(
-    base: Path, workers: Dict[str, dict], files: Optional[Dict[str, Any]] = None, separate: Tuple[str, ...] = ()
+    base: Path,
+    workers: Dict[str, dict],
+    files: Optional[Dict[str, Any]] = None,
+    separate: Tuple[str, ...] = (),
+    address: str = "127.0.0.1",
 ) -> Path:
     """A NorFab inventory with one inline definition per worker; files go under base.
 
     Workers named in ``separate`` are defined but left out of the topology:
-    they run as processes of their own (:func:`worker_process`).
+    they run as processes of their own (:func:`worker_process`,
+    :func:`remote_worker`). The broker listens on ``address``.
     """
     for path, content in (files or {}).items():
         target = base / path
@@ -58,7 +65,7 @@ def write_inventory(
         if name not in separate:
             topology.append({name: {"depends_on": depends}} if depends else name)
     inventory = {
-        "broker": {"endpoint": f"tcp://127.0.0.1:{free_port()}"},
+        "broker": {"endpoint": f"tcp://{address}:{free_port(address)}"},
         "logging": {"handlers": {"terminal": {"level": "CRITICAL"}, "file": {"level": "INFO"}}},
         "topology": {"broker": True, "workers_init_timeout": 120, "workers": topology},
         "workers": {name: [data] for name, data in workers.items()},
@@ -85,11 +92,15 @@ def started(inventory: Path, workers: List[str]) -> Iterator[Any]:
 
 @contextmanager
 def running_norfab(
-    base: Path, workers: Dict[str, dict], files: Optional[Dict[str, Any]] = None, separate: Tuple[str, ...] = ()
+    base: Path,
+    workers: Dict[str, dict],
+    files: Optional[Dict[str, Any]] = None,
+    separate: Tuple[str, ...] = (),
+    address: str = "127.0.0.1",
 ) -> Iterator[Any]:
     """Start NorFab from inline worker inventories written under ``base``; ``separate`` workers are not started."""
     names = [name for name in workers if name not in separate]
-    with started(write_inventory(base, workers, files, separate), names) as nf:
+    with started(write_inventory(base, workers, files, separate, address), names) as nf:
         yield nf
 
 
@@ -107,21 +118,73 @@ def wait_until_gone(client: Any, name: str, timeout: float = 60) -> None:
 @contextmanager
 def worker_process(nf: Any, name: str, timeout: float = 90) -> Iterator[subprocess.Popen]:
     """Run worker ``name`` of ``nf``'s inventory as its own OS process, the way an operator
-    starts a remote worker (``nfcli -i inventory.yaml -w -wl NAME``); stopped on the way out
-    as an operator stops it (Ctrl+C), killed if it does not stop."""
-    wait_until_gone(nf.client, name)
+    starts a worker next to the broker (``nfcli -i inventory.yaml -w -wl NAME``)."""
     inventory = Path(nf.inventory_path).resolve()
+    with _nfcli(nf.client, name, ["-i", str(inventory), "-w", "-wl", name], inventory.parent, timeout) as process:
+        yield process
+
+
+def broker_shared_key(base: Path) -> str:
+    """The broker's public key under ``base``: what ``nfcli --show-broker-shared-key`` prints."""
+    text = (Path(base) / "__norfab__" / "files" / "broker" / "public_keys" / "broker.key").read_text()
+    return next(line.split("=", 1)[1].strip().strip('"') for line in text.splitlines() if "public-key" in line)
+
+
+def write_worker_inventory(folder: Path, name: str, endpoint: str, shared_key: str) -> Path:
+    """A worker-only inventory, as on a host of its own: the broker's endpoint and public key.
+
+    The worker still reads its service settings from the broker's inventory,
+    which must define it (left out of the broker's topology).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    inventory = {
+        "broker": {"endpoint": endpoint, "shared_key": shared_key},
+        "logging": {"handlers": {"terminal": {"level": "CRITICAL"}, "file": {"level": "INFO"}}},
+        "topology": {"broker": False, "workers": [name]},
+        "workers": {name: [{"service": "hermes"}]},
+    }
+    path = folder / "inventory.yaml"
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    return path
+
+
+@contextmanager
+def remote_worker(
+    nf: Any, name: str, folder: Path, endpoint: Optional[str] = None, prefix: Tuple[str, ...] = (), timeout: float = 90
+) -> Iterator[subprocess.Popen]:
+    """Run worker ``name`` the way it runs on another host: a folder of its own holding
+    a worker-only inventory, started with ``nfcli -i inventory.yaml -w`` in that folder.
+
+    ``endpoint`` is the broker as that host reaches it (default: the broker's own);
+    ``prefix`` runs the command inside something, e.g. ``ip netns exec NS``.
+    Its ``__norfab__`` (keys, job store, Hermes home) stays in ``folder``, so
+    starting it again in the same folder brings back its agents and sessions.
+    """
+    inventory = Path(nf.inventory_path).resolve()
+    endpoint = endpoint or nf.inventory.broker["endpoint"]
+    write_worker_inventory(Path(folder), name, endpoint, broker_shared_key(inventory.parent))
+    with _nfcli(nf.client, name, ["-i", "inventory.yaml", "-w"], Path(folder), timeout, prefix) as process:
+        yield process
+
+
+@contextmanager
+def _nfcli(
+    client: Any, name: str, arguments: List[str], cwd: Path, timeout: float, prefix: Tuple[str, ...] = ()
+) -> Iterator[subprocess.Popen]:
+    """``nfcli ARGUMENTS`` in ``cwd`` until worker ``name`` registered; stopped on the way out
+    as an operator stops it (Ctrl+C), killed if it does not stop."""
+    wait_until_gone(client, name)
     nfcli = Path(sys.executable).with_name("nfcli")
-    log = open(inventory.parent / f"{name}.out", "ab")
+    log = open(cwd / f"{name}.out", "ab")
     process = subprocess.Popen(
-        [str(nfcli), "-i", str(inventory), "-w", "-wl", name],
-        cwd=inventory.parent,
+        [*prefix, str(nfcli), *arguments],
+        cwd=cwd,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: kill(-pgid) takes the worker child too
     )
     try:
-        wait_for_workers(nf.client, [name], timeout)
+        wait_for_workers(client, [name], timeout)
         yield process
     finally:
         kill_process_group(process, signal.SIGINT)

@@ -102,10 +102,10 @@ class AgentCatalog:
             else:
                 self.serve_native(name)
         for name, definition in self.agents.items():
-            if definition.tools and NORFAB_TOOLSET not in definition.toolsets:
+            if (definition.tools or definition.delegates) and NORFAB_TOOLSET not in definition.toolsets:
                 self.warnings.append(
-                    f"agent '{name}' defines tools but its toolsets do not list '{NORFAB_TOOLSET}': "
-                    "the tools are not offered"
+                    f"agent '{name}' defines tools or delegates but its toolsets do not list '{NORFAB_TOOLSET}': "
+                    "they are not offered"
                 )
 
     def render(self, name: str, definition: AgentDefinition, owner: str, stopped: bool = False) -> None:

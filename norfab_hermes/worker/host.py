@@ -22,6 +22,7 @@ from ..models import (
     HermesInventory,
     InterruptResultData,
     InvokeResultData,
+    Lineage,
     ManageAgentResultData,
     RunStateData,
     ScheduleDefinition,
@@ -33,6 +34,7 @@ from ..models import (
 from . import commands, turns
 from .agents import AgentCatalog
 from .approvals import ApprovalInbox
+from .delegation import Delegator
 from .hermes import compat, plugin, port
 from .lifecycle import Lifecycle
 from .runs import Run, ToolBudget
@@ -95,6 +97,7 @@ class HermesHost:
             secrets=self.catalog.secrets,
             ask=self.runs.ask_operator,
             inbox=self.approvals,
+            delegator=Delegator(client, worker_name, self.catalog.secrets),
         )
 
     @property
@@ -165,9 +168,23 @@ class HermesHost:
         timeout: Optional[float],
         job: Any,
         interactive: bool = False,
+        lineage: Optional[Dict[str, Any]] = None,
     ) -> InvokeResultData:
         self._check_instructions(instructions)
-        return self._execute(self._accept(agent, session_id, timeout, job, interactive), instructions)
+        asked_by = self._check_lineage(agent, lineage)
+        run = self._accept(agent, session_id, timeout, job, interactive)
+        run.lineage = asked_by
+        return self._execute(run, instructions)
+
+    def _check_lineage(self, agent: str, lineage: Optional[Dict[str, Any]]) -> Optional[Lineage]:
+        """A delegated run's lineage; a question that comes back to this agent is refused (a cycle)."""
+        if lineage is None:
+            return None
+        asked_by = Lineage.model_validate(lineage)
+        here = f"{agent}@{self.worker_name}"
+        if here in asked_by.chain:
+            raise InvalidRequest(f"lineage: {here} is already in the chain {' -> '.join(asked_by.chain)}; a delegation cycle is refused")
+        return asked_by
 
     def run_scheduled(self, agent: str, prompt: str, schedule_id: str) -> InvokeResultData:
         """A due schedule, as a run of its agent: a session of its own, nobody attached."""
@@ -260,6 +277,7 @@ class HermesHost:
                         "session_id": run.session_id,
                         "worker": self.worker_name,
                         "job_uuid": run.job_uuid,
+                        "lineage": run.lineage.model_dump() if run.lineage else None,
                     },
                 )
                 turn = turns.wait(self.runtime, run, instructions, self.stopping)

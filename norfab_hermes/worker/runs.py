@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Set
 
-from ..models import ActiveRun, ApprovalInfo, InvokeResultData, RunEvent, StopReason, ToolCallSummary
+from ..models import ActiveRun, ApprovalInfo, InvokeResultData, Lineage, RunEvent, StopReason, ToolCallSummary
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,7 @@ class Run:
         self.session_key = session_key
         self.session_id: Optional[str] = None
         self.schedule_id: Optional[str] = None  # the schedule that started the run
+        self.lineage: Optional[Lineage] = None  # the runs that asked for this one, when another agent asked
         self.job = job
         self.job_uuid = getattr(job, "juuid", None)
         self.started = time.time()

@@ -35,6 +35,7 @@ class RunTasks:
         session_id: Optional[str] = None,
         timeout: Optional[float] = None,
         interactive: bool = False,
+        lineage: Optional[dict] = None,
     ) -> Result:
         """
         Run one agent turn: send instructions to an agent and return its reply.
@@ -47,12 +48,15 @@ class RunTasks:
             timeout: run budget in seconds, at most the agent's run_timeout.
             interactive: the caller answers the agent's questions and approval
                 requests (NorFab input requests); otherwise they are refused.
+            lineage: set by a delegating agent's worker: the runs that asked.
 
         Returns:
             Result whose ``result`` is the run envelope: response, run_id,
-            session_id, agent, worker, stop_reason, tool_calls, usage, warnings.
+            session_id, agent, worker, stop_reason, tool_calls, usage, warnings,
+            and for a delegated run its lineage.
         """
-        return Result(result=self.running_host().invoke(agent, instructions, session_id, timeout, job, interactive).model_dump())
+        host = self.running_host()
+        return Result(result=host.invoke(agent, instructions, session_id, timeout, job, interactive, lineage).model_dump())
 
     @HermesTask(input=InterruptInput, output=InterruptResult, fastapi=REST, mcp=STOPS_RUN, agent={"enabled": False})
     def interrupt(self, agent: str, run_id: str) -> Result:

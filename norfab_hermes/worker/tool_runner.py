@@ -1,10 +1,12 @@
 """
-Running NorFab tool calls, through the worker's own NFPClient.
+Running an agent's tool calls, through the worker's own NFPClient.
 
-:class:`ToolRunner` executes a call: validate the model's arguments against
-the tool and the guards, merge fixed ones, ask for approval when the tool
-changes state, dispatch with a timeout inside the run's budget, and turn the
-NorFab reply into a bounded, redacted result the model can read. Every
+:class:`ToolRunner` executes a call: count it against the run's budget,
+then for a NorFab tool validate the model's arguments against the tool and
+the guards, merge fixed ones, ask for approval when the tool changes state,
+dispatch with a timeout inside the run's budget, and turn the NorFab reply
+into a redacted result the model can read; a delegate's question goes to
+the delegator (``delegation``). Every result is bounded and recorded; every
 failure is a tool error the model sees; nothing here raises into Hermes.
 """
 
@@ -20,7 +22,7 @@ import jsonschema
 from .. import guards
 from ..models import ToolCallSummary, arguments_digest
 from ..redact import redact, scrub
-from .tool_specs import ToolSpec, is_open
+from .tool_specs import DelegateSpec, ToolError, ToolSpec, is_open
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +78,6 @@ def devices_in(reply: Any) -> set:
     }
 
 
-class ToolError(Exception):
-    """A call that cannot go ahead; the message is for the model."""
-
-
 class ToolRunner:
     """Executes NorFab tool calls for the agents of one worker."""
 
@@ -91,6 +89,7 @@ class ToolRunner:
         secrets: Callable[[], List[str]] = lambda: [],
         ask: Callable[[str, str, Any], Any] = None,
         inbox: Any = None,
+        delegator: Any = None,
     ) -> None:
         self.client = client
         self.max_chars = max_chars
@@ -98,18 +97,19 @@ class ToolRunner:
         self.secrets = secrets
         self.ask = ask  # ask(session_key, question, default): the run's operator answers, or PermissionError
         self.inbox = inbox  # the approval inbox of runs nobody is attached to
+        self.delegator = delegator  # asks other agents, for delegate tools
         self._targets: Dict[str, threading.BoundedSemaphore] = {}
         self._lock = threading.Lock()
 
-    def call(self, spec: ToolSpec, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool]) -> str:
-        """Run one call and return the text the model reads."""
+    def call(self, spec: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool]) -> str:
+        """Run one call (a NorFab tool or a delegate) and return the text the model reads."""
         started = time.time()
-        target = spec.target
+        service, task, workers = spec.where()
         summary = ToolCallSummary(
             tool=spec.name,
-            service=target.service,
-            task=target.task,
-            workers=target.workers,
+            service=service,
+            task=task,
+            workers=workers,
             arguments_digest=arguments_digest(arguments),
             status="refused",
             duration=0.0,
@@ -118,16 +118,10 @@ class ToolRunner:
             refusal = run.admit_tool_call(spec.name, summary.arguments_digest) if run is not None else None
             if refusal:
                 raise ToolError(f"{refusal}; the call was not made")
-            kwargs = self.prepare(spec, arguments)
-            timeout = self._timeout(spec, run)
-            self._approve(spec, arguments, run)
-            if run is not None:
-                run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
-            reply = self._dispatch(spec, kwargs, timeout, run, interrupted, summary)
-            if run is not None and target.service == "nornir":
-                run.touched(devices_in(reply))
-            since = run.started if run is not None else None
-            text, summary.status, summary.error = self.render(spec, summary.job_uuid, reply, arguments, since)
+            if isinstance(spec, DelegateSpec):
+                text, summary.status, summary.error = self.delegator.ask(spec, arguments, run, interrupted, summary)
+            else:
+                text, summary.status, summary.error = self._norfab(spec, arguments, run, interrupted, summary)
         except ToolError as error:
             message = scrub(str(error), self.secrets())
             text = json.dumps({"ok": False, "error": message, "tool": spec.name, "job_uuid": summary.job_uuid})
@@ -146,6 +140,20 @@ class ToolRunner:
                 extras={"tool_call": summary.model_dump()},
             )
         return text
+
+    def _norfab(
+        self, spec: ToolSpec, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool], summary: ToolCallSummary
+    ) -> Tuple[str, str, Optional[str]]:
+        kwargs = self.prepare(spec, arguments)
+        timeout = self._timeout(spec, run)
+        self._approve(spec, arguments, run)
+        target = spec.target
+        if run is not None:
+            run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
+        reply = self._dispatch(spec, kwargs, timeout, run, interrupted, summary)
+        if run is not None and target.service == "nornir":
+            run.touched(devices_in(reply))
+        return self.render(spec, summary.job_uuid, reply, arguments, run.started if run is not None else None)
 
     # ------------------------------------------------------------- arguments
 

@@ -1,11 +1,13 @@
 """
-NorFab tools as an agent's model sees them.
+An agent's tools as its model sees them.
 
-A :class:`ToolSpec` is one agent's view of one tool: the schema its model
-sees and the NorFab task behind it. Descriptions and schemas not given in
-the definition come from the target service's ``list_tasks``, minus fixed,
-injected and guarded arguments, closed to extras. :class:`ToolBox` holds
-every agent's specs and retries the ones whose service did not answer.
+A :class:`ToolSpec` is one agent's view of one NorFab tool: the schema its
+model sees and the NorFab task behind it. Descriptions and schemas not given
+in the definition come from the target service's ``list_tasks``, minus
+fixed, injected and guarded arguments, closed to extras. A
+:class:`DelegateSpec` is one of the agent's delegates: a question for
+another agent on one hermes worker (run by ``delegation``). :class:`ToolBox`
+holds every agent's specs and retries the ones whose service did not answer.
 
 Nothing here imports Hermes; the plugin registers the specs with Hermes'
 tool registry.
@@ -18,13 +20,18 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from .. import guards
-from ..models import AgentDefinition, ToolDefinition
+from ..models import AgentDefinition, DelegateDefinition, ToolDefinition
 
 LIST_TASKS_TIMEOUT = 15
 RETRY_INTERVAL = 30.0  # seconds between retries of tools whose service did not answer
 # arguments NorFab injects into every task; never the model's to set
 INJECTED_ARGUMENTS = {"job", "progress"}
 DESCRIPTION_CHARS = 1024
+QUESTION_CHARS = 4000  # a delegate's question: a request, not a document
+
+
+class ToolError(Exception):
+    """A call that cannot go ahead; the message is for the model."""
 
 
 class ToolSpec:
@@ -67,8 +74,55 @@ class ToolSpec:
         if not self.definition.input_schema:
             self.parameters = derive_parameters(task.get("inputSchema") or {}, self.target.kwargs)
 
+    def where(self) -> Tuple[str, str, Any]:
+        return self.target.service, self.target.task, self.target.workers
+
     def summary(self) -> Dict[str, Any]:
         return {**self.definition.model_dump(), "parameters": self.parameters, "error": self.error}
+
+
+class DelegateSpec:
+    """One agent's delegate: its question goes to another agent on one hermes worker."""
+
+    parameters = {
+        "type": "object",
+        "properties": {
+            "question": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": QUESTION_CHARS,
+                "description": "What to ask, with the facts the other agent needs (devices, symptoms, what you found)",
+            }
+        },
+        "required": ["question"],
+        "additionalProperties": False,
+    }
+
+    def __init__(self, agent: str, name: str, definition: DelegateDefinition, max_depth: int) -> None:
+        self.agent = agent
+        self.name = name
+        self.definition = definition
+        self.max_depth = max_depth  # the delegating agent's max_delegation_depth
+        self.description = (
+            definition.description or f"Ask agent '{definition.agent}' on worker '{definition.workers}'"
+        )[:DESCRIPTION_CHARS]
+        self.error: Optional[str] = None
+
+    @property
+    def schema(self) -> Dict[str, Any]:
+        description = (
+            f"{self.description}. It investigates with its own tools and answers in its own words; "
+            "quote what it found when you rely on it."
+        )
+        if self.error:
+            description = f"UNAVAILABLE: {self.error}. {description}"
+        return {"description": description, "parameters": self.parameters}
+
+    def where(self) -> Tuple[str, str, Any]:
+        return "hermes", "invoke", self.definition.workers
+
+    def summary(self) -> Dict[str, Any]:
+        return {**self.definition.model_dump(), "kind": "delegate", "parameters": self.parameters, "error": self.error}
 
 
 def closed(schema: Dict[str, Any]) -> Dict[str, Any]:
@@ -128,7 +182,6 @@ def list_tasks(client: Any, service: str) -> Tuple[Optional[Dict[str, dict]], Op
 
 
 
-
 class ToolBox:
     """Every agent's tool specs on one worker."""
 
@@ -139,9 +192,15 @@ class ToolBox:
         self._lock = threading.Lock()
 
     def load(self, agents: Dict[str, AgentDefinition]) -> None:
-        """Specs for these agents' tools; each target service's tasks are listed once."""
-        specs = {agent: {name: ToolSpec(agent, name, d) for name, d in a.tools.items()} for agent, a in agents.items()}
-        refresh(self.client, [spec for tools in specs.values() for spec in tools.values()])
+        """Specs for these agents' tools and delegates; each target service's tasks are listed once."""
+        specs = {
+            agent: {
+                **{name: ToolSpec(agent, name, d) for name, d in a.tools.items()},
+                **{name: DelegateSpec(agent, name, d, a.max_delegation_depth) for name, d in a.delegates.items()},
+            }
+            for agent, a in agents.items()
+        }
+        refresh(self.client, [spec for tools in specs.values() for spec in tools.values() if isinstance(spec, ToolSpec)])
         self.specs.update(specs)
 
     def get(self, agent: str, name: str) -> Optional[ToolSpec]:
@@ -158,7 +217,7 @@ class ToolBox:
             if time.time() - self._tried < RETRY_INTERVAL:
                 return False
             self._tried = time.time()
-        broken = [spec for tools in self.specs.values() for spec in tools.values() if spec.error]
+        broken = [spec for tools in self.specs.values() for spec in tools.values() if isinstance(spec, ToolSpec) and spec.error]
         if not broken:
             return False
         refresh(self.client, broken)

@@ -91,6 +91,7 @@ def envelope(runtime: HermesRuntime, run: Run, turn: Optional[Any], worker: str,
         ),
         warnings=run.warnings,
         approvals=run.approvals,
+        lineage=run.lineage,
     )
 
 
