@@ -45,6 +45,21 @@ SCENARIO = Scenario(
             ],
         },
         {
+            "match": r"(?i)clock, then split the work on (?P<host>r\d+)",
+            "steps": [
+                {"call": "show_clock", "args": {"FB": "{{ host }}"}},
+                {"call": "delegate_task", "args": {"goal": "What time is it on {{ host }}?"}},
+                {"say": "lead: {{ result('delegate_task') }}"},
+            ],
+        },
+        {
+            "match": r"(?i)split the work on (?P<host>r\d+)",
+            "steps": [
+                {"call": "delegate_task", "args": {"goal": "What time is it on {{ host }}?"}},
+                {"say": "lead: {{ result('delegate_task') }}"},
+            ],
+        },
+        {
             "match": r"(?i)pass it on",
             "steps": [{"call": "ask_peer", "args": {"question": "pass it on"}}, {"say": "peer: {{ result('ask_peer') }}"}],
         },
@@ -66,6 +81,13 @@ W1_AGENTS = {
     "hop1": {"instructions": "Hop 1.", **delegate("hop2", W2)},
     "hop3": {"instructions": "Hop 3.", **delegate("hop4", W2)},
     "edge": {"instructions": "You are EDGE."},
+    # Hermes' own subagents, inside one profile
+    "lead": {
+        "instructions": "You lead.",
+        "toolsets": ["norfab", "delegation"],
+        "tools": {"show_clock": SHOW_CLOCK},
+        "max_tool_calls": 1,
+    },
 }
 W2_AGENTS = {
     "routing": {"instructions": "You explain routing.", "toolsets": ["norfab"], "tools": {"show_clock": SHOW_CLOCK}},
@@ -224,6 +246,30 @@ def test_concurrent_load_across_both_workers_without_cross_talk(fleet):
         assert result["worker"] == worker and result["agent"] == agent
         tokens = set(re.findall(r"token-[\w-]+", result["response"]))
         assert tokens == {f"token-{key}"}, (key, result["response"])
+
+
+def test_hermes_native_subagents_work_inside_the_run_and_its_budgets(fleet):
+    nf = fleet.nf
+    clocks = len([k for _, k in network_jobs(fleet.base) if k.get("commands") == ["show clock"]])
+    future, run_id = start_invoke(nf.client, W1, agent="lead", instructions="Split the work on r1")
+    events = [e["message"] for e in future.events(timeout=60)]
+    result = ok(future.result(timeout=30)[W1])
+    # the subagent ran within the turn (not in the background, after the run) and its tool call is the run's
+    assert re.search(r'"summary": "r1: \*?[\d:.]+ UTC', result["response"]) and '"mode": "background"' not in result["response"]
+    assert [(c["tool"], c["status"]) for c in result["tool_calls"]] == [("show_clock", "completed"), ("delegate_task", "completed")]
+    assert result["tool_calls"][0]["job_uuid"] and "tool show_clock calling nornir.cli" in events
+    assert len([m for m in events if m.startswith("model request")]) == 4  # the subagent's model calls count too
+
+    # lead may make one NorFab call per run: with its own made, its subagent's is refused, not sent
+    result = invoke(nf, W1, "lead", "Clock, then split the work on r1")
+    calls = [(c["tool"], c["status"], c["error"]) for c in result["tool_calls"]]
+    assert calls[:2] == [
+        ("show_clock", "completed", None),
+        ("show_clock", "refused", "the run's budget of 1 tool calls is spent; the call was not made"),
+    ]
+    assert result["stop_reason"] == "tool_budget"
+    after = len([k for _, k in network_jobs(fleet.base) if k.get("commands") == ["show clock"]])
+    assert after - clocks == 2, "a subagent's call went past the run's tool budget"
 
 
 def test_the_shell_shows_both_workers_and_chat_switches_across_processes(fleet):

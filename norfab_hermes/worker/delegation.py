@@ -53,8 +53,6 @@ class Delegator:
     ) -> Tuple[str, str, Optional[str]]:
         """Ask the delegate's agent; the text the model reads, the call's status and error."""
         question = self._question(arguments)
-        if run is None:
-            raise ToolError("another agent can only be asked from a run; the call was not made")
         target = spec.definition
         lineage = self.lineage(run, spec)
         budget = self.budget(spec, run)

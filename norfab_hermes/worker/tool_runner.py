@@ -103,6 +103,9 @@ class ToolRunner:
 
     def call(self, spec: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool]) -> str:
         """Run one call (a NorFab tool or a delegate) and return the text the model reads."""
+        if run is None:  # a turn no NorFab run started: no budget holds it, so it gets no network
+            message = "tools run only inside a run started through NorFab (invoke, start_run or a schedule); the call was not made"
+            return json.dumps({"ok": False, "error": message, "tool": spec.name, "job_uuid": None})
         started = time.time()
         service, task, workers = spec.where()
         summary = ToolCallSummary(
@@ -115,7 +118,7 @@ class ToolRunner:
             duration=0.0,
         )
         try:
-            refusal = run.admit_tool_call(spec.name, summary.arguments_digest) if run is not None else None
+            refusal = run.admit_tool_call(spec.name, summary.arguments_digest)
             if refusal:
                 raise ToolError(f"{refusal}; the call was not made")
             if isinstance(spec, DelegateSpec):
@@ -129,16 +132,14 @@ class ToolRunner:
             summary.status = "failed" if summary.job_uuid else "refused"
         text, summary.truncated = self.bound(text)
         summary.duration = round(time.time() - started, 3)
-        if run is not None:
-            run.record_tool_call(summary)
-            failed = summary.status != "completed"
-            run.event(
-                f"tool {spec.name} {summary.status}" + (f": {summary.error}" if summary.error else "")
-                + (f", job {summary.job_uuid}" if summary.job_uuid else ""),
-                resource=[spec.name],
-                severity="WARNING" if failed else "INFO",
-                extras={"tool_call": summary.model_dump()},
-            )
+        run.record_tool_call(summary)
+        run.event(
+            f"tool {spec.name} {summary.status}" + (f": {summary.error}" if summary.error else "")
+            + (f", job {summary.job_uuid}" if summary.job_uuid else ""),
+            resource=[spec.name],
+            severity="WARNING" if summary.status != "completed" else "INFO",
+            extras={"tool_call": summary.model_dump()},
+        )
         return text
 
     def _norfab(
@@ -148,12 +149,11 @@ class ToolRunner:
         timeout = self._timeout(spec, run)
         self._approve(spec, arguments, run)
         target = spec.target
-        if run is not None:
-            run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
+        run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
         reply = self._dispatch(spec, kwargs, timeout, run, interrupted, summary)
-        if run is not None and target.service == "nornir":
+        if target.service == "nornir":
             run.touched(devices_in(reply))
-        return self.render(spec, summary.job_uuid, reply, arguments, run.started if run is not None else None)
+        return self.render(spec, summary.job_uuid, reply, arguments, run.started)
 
     # ------------------------------------------------------------- arguments
 
@@ -202,9 +202,7 @@ class ToolRunner:
         return kwargs
 
     def _timeout(self, spec: ToolSpec, run: Any) -> float:
-        timeout = spec.target.timeout
-        if run is not None:
-            timeout = min(timeout, run.remaining() - MIN_CALL_SECONDS)
+        timeout = min(spec.target.timeout, run.remaining() - MIN_CALL_SECONDS)
         if timeout < MIN_CALL_SECONDS:
             raise ToolError("the run's time budget is spent; no time left for another tool call")
         return timeout
@@ -213,7 +211,7 @@ class ToolRunner:
         """A live caller answers inline; a run nobody is attached to waits in the inbox, or is refused."""
         if not spec.definition.approval:
             return
-        if run is None or (self.ask is None and self.inbox is None):
+        if self.ask is None and self.inbox is None:
             raise ToolError("this tool needs the operator's approval, and nobody can be asked in this run")
         target = f"{spec.target.service}.{spec.target.task} on {spec.target.workers}"
         if not run.interactive and run.approval_timeout > 0 and self.inbox is not None:
@@ -273,7 +271,7 @@ class ToolRunner:
             summary.job_uuid = future.uuid
             while not future.done_event.is_set() and time.time() < deadline:
                 for event in future.events(timeout=0.2):
-                    if run is not None and event.get("event_type") == "progress" and event.get("message") not in (None, "", "starting"):
+                    if event.get("event_type") == "progress" and event.get("message") not in (None, "", "starting"):
                         message = scrub(str(event["message"]), self.secrets())
                         run.event(f"tool {spec.name}: {message}", resource=event.get("resource") or [])
                 if interrupted():

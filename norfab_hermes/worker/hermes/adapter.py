@@ -50,7 +50,9 @@ class Turn:
 
 
 class NorfabAdapter(BasePlatformAdapter):
-    supports_async_delivery = True
+    # a run ends with its NorFab job: nothing can be delivered after it, so Hermes runs
+    # delegations synchronously and refuses background watchers (its stateless-channel path)
+    supports_async_delivery = False
     interactive_resume = False
 
     def __init__(self, config: Any) -> None:

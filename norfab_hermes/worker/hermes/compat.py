@@ -33,6 +33,7 @@ def import_hermes() -> None:
     _disarm_shutdown_watchdog()
     _disable_request_dumps()
     _abort_mounted_sockets()
+    _subagents_work_for_their_turn()
 
 
 def check_ca_bundle_once() -> Optional[str]:
@@ -81,6 +82,24 @@ def _abort_mounted_sockets() -> None:
             yield from default_pool_sockets(types.SimpleNamespace(_client=types.SimpleNamespace(_transport=transport)))
 
     helpers._iter_pool_sockets = iter_pool_sockets
+
+
+def _subagents_work_for_their_turn() -> None:
+    # Hermes runs a subagent (delegate_task) on a pool thread that starts
+    # with an empty context: no profile scope and no session, so its tools
+    # would not find the profile's grants or the run's budgets. Work handed
+    # to Hermes' daemon pools runs in the context of whoever handed it over,
+    # as asyncio.to_thread does.
+    import contextvars
+
+    from tools.daemon_pool import DaemonThreadPoolExecutor
+
+    submit = DaemonThreadPoolExecutor.submit
+
+    def submit_in_context(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        return submit(self, contextvars.copy_context().run, fn, *args, **kwargs)
+
+    DaemonThreadPoolExecutor.submit = submit_in_context
 
 
 def serve_profile_secrets(secrets_for: Any) -> None:
@@ -150,7 +169,7 @@ def platform() -> Any:
 
 
 def make_runner() -> Any:
-    """A GatewayRunner that also keeps the raw result of each agent turn.
+    """A GatewayRunner that keeps the raw result of each agent turn, on channels that take nothing after a turn.
 
     The gateway turns an agent run into reply text; NorFab callers also need
     the stop reason, usage and tool calls, which only the ``run_conversation``
@@ -161,6 +180,16 @@ def make_runner() -> Any:
     from gateway.run import GatewayRunner
 
     class NorfabGatewayRunner(GatewayRunner):
+        def _set_session_env(self, context: Any) -> list:
+            # The gateway reads the channel's async-delivery flag from its default-profile
+            # adapters, which a hermes worker has none of. A run ends with its NorFab job:
+            # nothing may arrive after it, so delegations run inside the turn (and its budgets).
+            from gateway.session_context import declare_stateless_channel
+
+            tokens = super()._set_session_env(context)
+            declare_stateless_channel()
+            return tokens
+
         async def _run_agent(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
             result = await super()._run_agent(*args, **kwargs)
             key = kwargs.get("session_key")
