@@ -82,6 +82,12 @@ def test_pinned_version():
         "'use_cron_store', 'resolve_job_ref', 'compute_next_run', 'trigger_job', 'pause_job', 'resume_job')))",
         # a sixth cron field counts seconds (tests and the demo schedule every few seconds)
         "import cron.jobs as j; s = j.parse_schedule('* * * * * */5'); out.append(s['kind'] == 'cron')",
+        # delegations run inside the turn where the channel declares it takes nothing afterwards
+        "import inspect, gateway.run as g, tools.delegate_tool as d; "
+        "out.append('async_delivery=' in inspect.getsource(g.GatewayRunner._set_session_env) "
+        "and 'async_delivery_supported()' in inspect.getsource(d.delegate_task))",
+        # subagents run on Hermes' daemon pool
+        "import inspect, tools.delegate_tool as d; out.append('DaemonThreadPoolExecutor(' in inspect.getsource(d))",
         # the log split finds Hermes' queue handler by its marker
         "import logging, hermes_logging; hermes_logging.setup_logging(mode='gateway'); "
         "out.append(any(getattr(h, '_hermes_queue', False) for h in logging.getLogger().handlers))",
@@ -116,3 +122,19 @@ def test_a_provider_key_reaches_the_secret_scope_from_memory(tmp_path):
         """,
     )
     assert out == "from-memory"
+
+
+def test_work_on_hermes_pools_keeps_the_submitters_context(tmp_path):
+    out = in_fresh_hermes(
+        tmp_path,
+        """
+        from gateway.session_context import async_delivery_supported, declare_stateless_channel, get_session_env, set_session_vars
+        from tools.daemon_pool import DaemonThreadPoolExecutor
+        set_session_vars(session_key="agent:norfab:dm:chat-1")
+        declare_stateless_channel()
+        with DaemonThreadPoolExecutor(max_workers=1) as pool:
+            out.append(pool.submit(get_session_env, "HERMES_SESSION_KEY").result())
+            out.append(pool.submit(async_delivery_supported).result())
+        """,
+    )
+    assert out.splitlines() == ["agent:norfab:dm:chat-1", "False"]

@@ -60,6 +60,14 @@ SCENARIO = Scenario(
             ],
         },
         {
+            "match": r"(?i)get (?P<host>r\d+) fixed",
+            "steps": [{"call": "ask_fixer", "args": {"question": "Fix {{ host }}"}}, {"say": "{{ result('ask_fixer') }}"}],
+        },
+        {
+            "match": r"(?i)^fix (?P<host>r\d+)",
+            "steps": [{"call": "clear_counters", "args": {"FB": "{{ host }}"}}, {"say": "fixer: {{ result('clear_counters') }}"}],
+        },
+        {
             "match": r"(?i)pass it on",
             "steps": [{"call": "ask_peer", "args": {"question": "pass it on"}}, {"say": "peer: {{ result('ask_peer') }}"}],
         },
@@ -70,13 +78,20 @@ SHOW_CLOCK = {
     "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show clock"]}},
 }
 
+CLEAR_COUNTERS = {**SHOW_CLOCK, "approval": True, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show users"]}}}
+
 
 def delegate(agent, worker, **extra):
     return {"toolsets": ["norfab"], "delegates": {extra.pop("tool", "ask_peer"): {"agent": agent, "workers": worker}}, **extra}
 
 
 W1_AGENTS = {
-    "interfaces": {"instructions": "You check interfaces.", "run_timeout": 60, **delegate("routing", W2, tool="ask_routing")},
+    "interfaces": {
+        "instructions": "You check interfaces.",
+        "run_timeout": 60,
+        "toolsets": ["norfab"],
+        "delegates": {"ask_routing": {"agent": "routing", "workers": W2}, "ask_fixer": {"agent": "fixer", "workers": W2}},
+    },
     "triage": {"instructions": "You triage.", **delegate("core", W2, max_delegation_depth=5)},
     "hop1": {"instructions": "Hop 1.", **delegate("hop2", W2)},
     "hop3": {"instructions": "Hop 3.", **delegate("hop4", W2)},
@@ -94,6 +109,7 @@ W2_AGENTS = {
     "core": {"instructions": "You are CORE.", **delegate("triage", W1, max_delegation_depth=5)},
     "hop2": {"instructions": "Hop 2.", **delegate("hop3", W1)},
     "hop4": {"instructions": "Hop 4."},
+    "fixer": {"instructions": "You fix.", "toolsets": ["norfab"], "tools": {"clear_counters": CLEAR_COUNTERS}},
 }
 
 
@@ -191,6 +207,34 @@ def test_a_cycle_is_refused_before_dispatch_and_by_the_asked_worker(fleet):
     forged = {"parent_run_id": "x", "root_run_id": "x", "depth": 1, "chain": [f"core@{W2}"]}
     res = run(nf.client, "invoke", worker=W2, agent="core", instructions="hello", lineage=forged)
     assert res["failed"] and "a delegation cycle is refused" in res["errors"][0]
+
+
+def test_the_asked_agents_approval_goes_to_the_callers_operator_and_only_to_one(fleet):
+    nf = fleet.nf
+
+    def cleared():
+        return len([k for _, k in network_jobs(fleet.base) if k.get("commands") == ["show users"]])
+
+    before = cleared()
+    future = nf.client.submit_job(
+        "hermes", "invoke", kwargs={"agent": "interfaces", "instructions": "Get r1 fixed", "interactive": True}, workers=W1, timeout=120
+    )
+    questions = []
+    for event in future.events(timeout=60):
+        request = (event.get("extras") or {}).get("input_request")
+        if event.get("event_type") == "input_request" and request:
+            questions.append(request["question"])
+            assert cleared() == before, "the call ran before the operator answered"
+            future.send_response(input_id=request["id"], value=True, worker=W1)
+    result = ok(future.result(timeout=30)[W1])
+    [question] = questions
+    assert question.startswith(f"[fixer on {W2}, asked by interfaces] Agent 'fixer' wants to run tool clear_counters")
+    assert '"ok": true' in result["response"] and cleared() == before + 1
+
+    # a caller nobody answers for: the asked agent is not interactive either, and changes nothing
+    result = invoke(nf, W1, "interfaces", "Get r1 fixed")
+    assert "this run is not interactive, so the operator cannot be asked" in result["response"], result["response"]
+    assert cleared() == before + 1
 
 
 def test_the_child_gets_less_than_the_parents_remaining_budget_and_stops_before_it(fleet):
