@@ -1,6 +1,7 @@
 """The lab demo, as `make demo` runs it: its findings quote the FakeNOS routers' output."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,10 @@ def test_demo_investigates_the_lab_and_quotes_device_output():
     assert "1204 input errors, 1187 CRC, 0 frame, 0 overrun, 0 ignored" in out
     assert "operator: yes" in out and "tool bounce_interface completed" in out
     assert "open a field ticket for customer ACME-7 access, circuit ACM-00731" in out
-    # routing: r3's route via r2 and the MTU mismatch, from r3 and r1
+    # routing, asked by interfaces on the other worker process: r3's route via r2 and the MTU mismatch
+    assert "GigabitEthernet0/1     10.13.0.2       YES NVRAM  up                    up" in out
+    assert "routing@hermes-worker-2: tool route_to completed" in out
+    assert re.search(r"tool ask_routing +completed .* -> routing@hermes-worker-2 run \w+ session \w+", out), out
     assert "* 10.23.0.1, from 10.0.0.1, 2d02h ago, via GigabitEthernet0/0" in out
     assert "r3 has 1400 bytes, r1 has 1500 bytes" in out
     assert out.count("completed | run ") == 2

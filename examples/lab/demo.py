@@ -1,7 +1,10 @@
 """
 The lab investigation, end to end: NorFab with three FakeNOS routers, a
-nornir worker and a hermes worker, two questions for its agents, and the
-interface check left running as a scheduled check.
+nornir worker and two hermes workers - hermes-worker-1 next to the broker,
+hermes-worker-2 started as a process of its own from core/inventory.yaml, as
+on another host - two questions, the second answered with the help of the
+routing agent on the other worker, and the interface check left running as a
+scheduled check.
 
     python examples/lab/demo.py            (or: make demo)
 
@@ -27,16 +30,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from norfab_hermes.testing.embedded import free_port, started
+from norfab_hermes.testing.embedded import free_port, remote_worker, started
 from norfab_hermes.testing.scenario import Scenario
 from norfab_hermes.testing.scripted_model import ScriptedModel, ScriptedModelServer
 
 LAB = Path(__file__).resolve().parent
 WORKER = "hermes-worker-1"
+CORE = "hermes-worker-2"  # started from LAB / "core", as on a host of its own
 WORKERS = ["fakenos-worker-1", "nornir-worker-1", WORKER]
 QUESTIONS = [
     ("interfaces", "Check interfaces on r1"),
-    ("routing", "Why does r3 reach r1's loopback 10.0.0.1 through r2?"),
+    # interfaces checks r3 itself and asks the routing agent on the core worker why
+    ("interfaces", "Users behind r3 say r1's loopback 10.0.0.1 is slow"),
 ]
 
 
@@ -49,7 +54,10 @@ def scripted_model() -> ScriptedModelServer:
 
 
 def is_step(message: str) -> bool:
-    """Run and tool steps; the nornir jobs' own progress ("tool x: ...") stays out of the transcript."""
+    """Run and tool steps, the asked agent's too ("routing@hermes-worker-2: ..."); the nornir
+    jobs' own progress ("tool x: ...") stays out of the transcript."""
+    while message.split(" ", 1)[0].count("@") == 1 and message.split(" ", 1)[0].endswith(":"):
+        message = message.split(" ", 1)[1]
     words = message.split(" ", 2)
     return message != "starting" and not (words[0] == "tool" and len(words) > 1 and words[1].endswith(":"))
 
@@ -80,7 +88,9 @@ def ask(client: Any, agent: str, question: str) -> dict:
 def report(result: dict) -> None:
     print("\n" + textwrap.indent(result["response"], "  ") + "\n")
     for call in result["tool_calls"]:
-        print(f"  tool {call['tool']:<17} {call['status']:<9} {call['duration']:5.2f}s  job {call['job_uuid'] or '-'}")
+        asked = call.get("delegated")
+        where = f"  -> {asked['agent']}@{asked['worker']} run {asked['run_id']} session {asked['session_id']}" if asked else ""
+        print(f"  tool {call['tool']:<17} {call['status']:<9} {call['duration']:5.2f}s  job {call['job_uuid'] or '-'}{where}")
     usage = result["usage"]
     print(
         f"\n  {result['stop_reason']} | run {result['run_id']} | session {result['session_id']} | "
@@ -129,14 +139,17 @@ def main() -> None:
     print(f"model: {where}\nstarting NorFab lab from {LAB / 'inventory.yaml'} ...")
     try:
         with started(LAB / "inventory.yaml", WORKERS) as nf:
-            status = nf.client.run_job("hermes", "get_status", workers=WORKER, timeout=60)[WORKER]["result"]
-            if not status["ready"]:
-                raise SystemExit(f"hermes worker not ready: {status['errors']}")
-            print(f"agents on {WORKER}: {', '.join(status['agents'])}")
-            for agent, question in QUESTIONS:
-                report(ask(nf.client, agent, question))
-            scheduled_check(nf.client)
-            print("\nshutting down ...")
+            print(f"starting {CORE} as its own process: cd {LAB / 'core'} && nfcli -i inventory.yaml -w")
+            with remote_worker(nf, CORE, LAB / "core"):
+                for worker in (WORKER, CORE):
+                    status = nf.client.run_job("hermes", "get_status", workers=worker, timeout=60)[worker]["result"]
+                    if not status["ready"]:
+                        raise SystemExit(f"{worker} not ready: {status['errors']}")
+                    print(f"agents on {worker} (pid {status['pid']}): {', '.join(status['agents'])}")
+                for agent, question in QUESTIONS:
+                    report(ask(nf.client, agent, question))
+                scheduled_check(nf.client)
+                print("\nshutting down ...")
     finally:
         if model:
             model.stop()

@@ -204,7 +204,9 @@ def reply_view(res: dict, continue_hint: Optional[str] = None) -> RenderableType
         where = f" {call.service}.{call.task}" if call.service else ""
         job = f" job {call.job_uuid}" if call.job_uuid else ""
         problem = f": {call.error}" if call.error else ""
-        parts.append(Text(f"tool {call.tool}{where} {call.status} in {call.duration:.2f}s{job}{problem}", style="dim"))
+        asked = call.delegated
+        child = f" -> {asked.agent}@{asked.worker} run {asked.run_id} session {asked.session_id}" if asked else ""
+        parts.append(Text(f"tool {call.tool}{where} {call.status} in {call.duration:.2f}s{job}{child}{problem}", style="dim"))
     for warning in data.warnings:
         parts.append(Text(f"warning: {warning}", style="yellow"))
     style = "dim" if data.stop_reason == "completed" else "yellow"
@@ -215,6 +217,8 @@ def reply_view(res: dict, continue_hint: Optional[str] = None) -> RenderableType
             style=style,
         )
     )
+    if data.lineage:
+        parts.append(Text(f"asked by {' -> '.join(data.lineage.chain)} (run {data.lineage.parent_run_id})", style="dim"))
     if continue_hint:
         parts.append(Text(continue_hint, style="dim"))
     return Group(*parts)

@@ -155,21 +155,33 @@ def remote_worker(
     """Run worker ``name`` the way it runs on another host: a folder of its own holding
     a worker-only inventory, started with ``nfcli -i inventory.yaml -w`` in that folder.
 
-    ``endpoint`` is the broker as that host reaches it (default: the broker's own);
-    ``prefix`` runs the command inside something, e.g. ``ip netns exec NS``.
-    Its ``__norfab__`` (keys, job store, Hermes home) stays in ``folder``, so
-    starting it again in the same folder brings back its agents and sessions.
+    A folder without an ``inventory.yaml`` gets one (:func:`write_worker_inventory`);
+    one that has it keeps it, and reads the broker from ``NORFAB_BROKER_ENDPOINT``
+    and ``NORFAB_BROKER_SHARED_KEY``, set here. ``endpoint`` is the broker as that
+    host reaches it (default: the broker's own); ``prefix`` runs the command inside
+    something, e.g. ``ip netns exec NS``. Its ``__norfab__`` (keys, job store,
+    Hermes home) stays in ``folder``, so starting it again there brings back its
+    agents and sessions.
     """
-    inventory = Path(nf.inventory_path).resolve()
+    folder = Path(folder)
     endpoint = endpoint or nf.inventory.broker["endpoint"]
-    write_worker_inventory(Path(folder), name, endpoint, broker_shared_key(inventory.parent))
-    with _nfcli(nf.client, name, ["-i", "inventory.yaml", "-w"], Path(folder), timeout, prefix) as process:
+    key = broker_shared_key(Path(nf.inventory_path).resolve().parent)
+    if not (folder / "inventory.yaml").exists():
+        write_worker_inventory(folder, name, endpoint, key)
+    env = {**os.environ, "NORFAB_BROKER_ENDPOINT": endpoint, "NORFAB_BROKER_SHARED_KEY": key}
+    with _nfcli(nf.client, name, ["-i", "inventory.yaml", "-w"], folder, timeout, prefix, env) as process:
         yield process
 
 
 @contextmanager
 def _nfcli(
-    client: Any, name: str, arguments: List[str], cwd: Path, timeout: float, prefix: Tuple[str, ...] = ()
+    client: Any,
+    name: str,
+    arguments: List[str],
+    cwd: Path,
+    timeout: float,
+    prefix: Tuple[str, ...] = (),
+    env: Optional[Dict[str, str]] = None,
 ) -> Iterator[subprocess.Popen]:
     """``nfcli ARGUMENTS`` in ``cwd`` until worker ``name`` registered; stopped on the way out
     as an operator stops it (Ctrl+C), killed if it does not stop."""
@@ -181,6 +193,7 @@ def _nfcli(
         cwd=cwd,
         stdout=log,
         stderr=subprocess.STDOUT,
+        env=env,
         start_new_session=True,  # its own process group: kill(-pgid) takes the worker child too
     )
     try:

@@ -28,6 +28,7 @@ Step ``n`` runs after ``n`` tool rounds of the current turn. A step is either
 - ``grep(tool, regex)``: ``lines`` over every result of ``tool``;
 - ``ok(tool, n=-1)`` / ``error(tool, n=-1)``: a NorFab tool result's ``ok``
   flag and ``error`` text;
+- ``answer(tool, n=-1)``: what the agent asked through a delegate answered;
 - ``called(tool)``: whether ``tool`` ran in this turn.
 
 A template that fails (e.g. no line matched where one was indexed) makes the
@@ -148,5 +149,6 @@ class Scenario:
             "grep": lambda tool, pattern: [line for text in of(tool) for line in lines(text, pattern)],
             "ok": lambda tool, n=-1: field(tool, n, "ok") is True,
             "error": lambda tool, n=-1: field(tool, n, "error") or "",
+            "answer": lambda tool, n=-1: field(tool, n, "response") or "",
             "called": lambda tool: bool(of(tool)),
         }
