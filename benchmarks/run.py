@@ -3,7 +3,7 @@ Run every benchmark in one process and write benchmarks/results/results.md
 and results.json. Speed and memory are reported as ratios and absolute
 numbers from one run on this machine; nothing here is a pass/fail test.
 
-usage: python benchmarks/run.py [name ...]   (names: hosting, tools, concurrency, schedules)
+usage: python benchmarks/run.py [name ...]   (names: hosting, tools, concurrency, schedules, fleet)
 """
 
 import json
@@ -16,13 +16,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import bench_concurrency  # noqa: E402
+import bench_fleet  # noqa: E402
 import bench_hosting  # noqa: E402
 import bench_schedules  # noqa: E402
 import bench_tools  # noqa: E402
 
 from norfab_hermes.testing.scripted_model import ScriptedModelServer  # noqa: E402
 
-BENCHMARKS = {"hosting": bench_hosting, "tools": bench_tools, "concurrency": bench_concurrency, "schedules": bench_schedules}
+BENCHMARKS = {
+    "hosting": bench_hosting,
+    "tools": bench_tools,
+    "concurrency": bench_concurrency,
+    "schedules": bench_schedules,
+    "fleet": bench_fleet,
+}
 RESULTS = Path(__file__).parent / "results"
 
 
