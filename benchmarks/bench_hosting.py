@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
-from common import invoke, median, row, rss_mb, started_in, timed, worker, worker_process
+from common import cpu_seconds, invoke, median, row, rss_mb, started_in, timed, worker, worker_process
 
 from norfab_hermes.testing.embedded import running_norfab
 
@@ -42,13 +42,17 @@ def invoke_overhead(url: str) -> List[Dict[str, Any]]:
     )
     with running_norfab(Path(tempfile.mkdtemp(prefix="bench-invoke-")), worker(url, 1)) as nf:
         client = nf.client
+        process = worker_process(client)
         invoke(client, "agent-00", "warm up")
+        cpu = cpu_seconds(process)
         new = [timed(lambda i=i: invoke(client, "agent-00", f"hello {i}")) for i in range(ROUNDS)]
+        cpu_new = (cpu_seconds(process) - cpu) / ROUNDS
         session = invoke(client, "agent-00", "start")["session_id"]
+        cpu = cpu_seconds(process)
         continued = [
             timed(lambda i=i: invoke(client, "agent-00", f"again {i}", session_id=session)) for i in range(ROUNDS)
         ]
-        process = worker_process(client)
+        cpu_continued = (cpu_seconds(process) - cpu) / ROUNDS
         before = rss_mb(process)
         for i in range(SESSIONS):
             invoke(client, "agent-00", f"session {i}")
@@ -61,6 +65,8 @@ def invoke_overhead(url: str) -> List[Dict[str, Any]]:
         row("invoke latency", "continued session, hermes.invoke", median(continued), "s", "median"),
         row("invoke latency", "continued session, bare AIAgent", bare["continued"], "s", "median"),
         row("invoke latency", "continued session ratio", median(continued) / bare["continued"], "x", note),
+        row("worker CPU", "per new-session turn", cpu_new, "s", f"hermes worker process, user+system, mean of {ROUNDS}"),
+        row("worker CPU", "per continued-session turn", cpu_continued, "s", f"hermes worker process, user+system, mean of {ROUNDS}"),
         row("memory", "RSS per active session", per_session, "MiB", f"after {SESSIONS} new sessions"),
     ]
 

@@ -46,6 +46,11 @@ def worker_process(client: Any) -> psutil.Process:
     return psutil.Process(status["pid"])
 
 
+def cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
 def rss_mb(process: psutil.Process) -> float:
     return process.memory_info().rss / 2**20
 

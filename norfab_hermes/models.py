@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from enum import Enum
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, List, Literal, Union
 
 from norfab.models import Result
 from pydantic import (
@@ -294,6 +294,11 @@ class HermesInventory(StrictModel):
     )
     max_repeated_calls: PositiveInt = Field(
         3, description="The same tool call with the same arguments this many times in one run stops the run"
+    )
+    hermes_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "WARNING",
+        description="Level of Hermes' own log files (agent.log, gateway.log); INFO records every turn's steps "
+        "at some CPU cost per turn",
     )
 
     @field_validator("service")

@@ -88,6 +88,13 @@ def test_pinned_version():
         "and 'async_delivery_supported()' in inspect.getsource(d.delegate_task))",
         # subagents run on Hermes' daemon pool
         "import inspect, tools.delegate_tool as d; out.append('DaemonThreadPoolExecutor(' in inspect.getsource(d))",
+        # TLS contexts are shared: callers look the resolver up in its module at call time
+        "import inspect, agent.ssl_verify as v, agent.agent_runtime_helpers as h; "
+        "out.append(list(inspect.signature(v.resolve_httpx_verify).parameters) == ['ca_bundle', 'ssl_verify', 'base_url'] "
+        "and 'from agent.ssl_verify import resolve_httpx_verify' in inspect.getsource(h))",
+        # the config's private copies: load_config is the read-only cache, deep-copied
+        "import inspect, hermes_cli.config as c; out.append(callable(c.load_config_readonly) "
+        "and 'copy.deepcopy(cached[4]) if want_deepcopy' in inspect.getsource(c._load_config_impl))",
         # the log split finds Hermes' queue handler by its marker
         "import logging, hermes_logging; hermes_logging.setup_logging(mode='gateway'); "
         "out.append(any(getattr(h, '_hermes_queue', False) for h in logging.getLogger().handlers))",
@@ -138,3 +145,19 @@ def test_work_on_hermes_pools_keeps_the_submitters_context(tmp_path):
         """,
     )
     assert out.splitlines() == ["agent:norfab:dm:chat-1", "False"]
+
+
+def test_one_tls_context_serves_every_client_and_config_copies_stay_private(tmp_path):
+    out = in_fresh_hermes(
+        tmp_path,
+        """
+        import agent.ssl_verify as v, hermes_cli.config as c, hermes_cli.runtime_provider as r
+        first, second = v.resolve_httpx_verify(), v.resolve_httpx_verify(ca_bundle=None)
+        out.append(first is second and first.__class__.__name__ == "SSLContext")
+        out.append(v.resolve_httpx_verify(ssl_verify=False) is False)
+        copy = r.load_config()
+        copy["model"] = "changed"
+        out.append(r.load_config is c.load_config and c.load_config() == c.load_config_readonly() != copy)
+        """,
+    )
+    assert out.splitlines() == ["True", "True", "True"]

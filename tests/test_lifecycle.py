@@ -34,6 +34,8 @@ def test_restart_keeps_profiles_and_their_sessions(model, tmp_path):
         assert again["result"]["session_id"] == first["session_id"]
     bodies = [b for b in model.model.completions() if "what word?" in json.dumps(b["messages"][-1])]
     assert bodies and "remember KIWI" in json.dumps(bodies[-1]["messages"])
+    # Hermes' own files keep warnings and errors unless the inventory asks for more (hermes_log_level)
+    assert not [line for line in open(f"{home}/logs/agent.log") if " INFO " in line]
 
 
 def test_destroy_during_a_running_turn_is_prompt(model, tmp_path):
@@ -59,7 +61,7 @@ def test_destroy_during_a_running_turn_is_prompt(model, tmp_path):
 
 
 def test_hermes_and_norfab_keep_their_own_logs(model, tmp_path):
-    with norfab(tmp_path, {WORKER: agents(model.base_url)}) as nf:
+    with norfab(tmp_path, {WORKER: {**agents(model.base_url), "hermes_log_level": "INFO"}}) as nf:
         run(nf.client, "invoke", agent="alpha", instructions="log something")
         home = run(nf.client, "get_status")["result"]["hermes_home"]
     hermes_packages = ("agent", "run_agent", "gateway", "hermes_cli", "tools", "cron", "hermes_state", "model_tools")

@@ -83,7 +83,7 @@ class HermesHost:
         self.inventory = inventory
         self.stopping = threading.Event()
         self.catalog = AgentCatalog(worker_name, root, inventory, agents, errors)
-        self.runtime = HermesRuntime(worker_name, root, self.catalog.secrets)
+        self.runtime = HermesRuntime(worker_name, root, self.catalog.secrets, inventory.hermes_log_level)
         self.runs = RunRegistry(worker_name, root, inventory.max_concurrent_runs)
         self.sessions = Sessions(worker_name, self.runtime)
         self.tools = ToolBox(client)

@@ -32,6 +32,9 @@ HOME_CHANNEL = {"platform": PLATFORM, "chat_id": "norfab-home", "name": "NorFab 
 # (NorFab job events carry progress instead).
 ENFORCED = {
     "security": {"tirith_enabled": False},
+    # a NorFab job is answered once, by the run: no ledger to re-deliver chat
+    # messages after a crash, no legacy sessions.json next to state.db
+    "gateway": {"delivery_ledger": False, "write_sessions_json": False},
     "kanban": {"dispatch_in_gateway": False},
     "approvals": {"destructive_slash_confirm": False},
     "onboarding": {"profile_build": "off"},

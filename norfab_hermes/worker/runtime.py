@@ -37,10 +37,11 @@ class HermesRuntime:
         secrets: returns the secret values masked in Hermes' logs and console.
     """
 
-    def __init__(self, worker_name: str, root: Path, secrets: Callable[[], Iterable[str]]) -> None:
+    def __init__(self, worker_name: str, root: Path, secrets: Callable[[], Iterable[str]], log_level: str = "WARNING") -> None:
         self.worker_name = worker_name
         self.root = Path(root)
         self.secrets = secrets
+        self.log_level = log_level
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.runner: Any = None
         self.warnings: list = []
@@ -64,7 +65,7 @@ class HermesRuntime:
         # the root holds no secrets, so it stays empty
         profiles.write_file(self.root / ".env", "", mode=0o600)
         environ = dict(os.environ)
-        log_split.split_logs(self.root, self.secrets)
+        log_split.split_logs(self.root, self.secrets, self.log_level)
         # Hermes prints spinners and status lines to stdout; in a worker that
         # shares the operator's terminal (nfcli local mode) they would garble
         # the shell, so they go to a file of the instance root

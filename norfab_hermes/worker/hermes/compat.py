@@ -18,6 +18,7 @@ from typing import Any, Dict, Iterator, List, Optional
 HERMES_VERSION = "0.19.0"
 PLATFORM = "norfab"
 USER_ID = "norfab"  # the gateway user every NorFab request comes from; NorFab authenticates callers
+CA_VARIABLES = ("HERMES_CA_BUNDLE", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_DIR")
 
 
 def import_hermes() -> None:
@@ -34,6 +35,57 @@ def import_hermes() -> None:
     _disable_request_dumps()
     _abort_mounted_sockets()
     _subagents_work_for_their_turn()
+    _share_tls_contexts()
+    _cheaper_config_copies()
+
+
+def _share_tls_contexts() -> None:
+    # Hermes builds a new OpenAI client, with its own httpx transports, for
+    # every model request, and each resolves TLS verification by loading the
+    # CA bundle again: about a third of a turn's CPU in the worker. One
+    # context per setting serves every client (a CA bundle changed on disk
+    # is read at the next worker start).
+    import agent.ssl_verify as ssl_verify
+    import httpx
+
+    resolve = ssl_verify.resolve_httpx_verify
+    contexts: Dict[Any, Any] = {}
+
+    def resolve_httpx_verify(*, ca_bundle: Any = None, ssl_verify: Any = None, base_url: str = "") -> Any:
+        key = (ca_bundle, str(ssl_verify), tuple(os.environ.get(name, "") for name in CA_VARIABLES))
+        if key not in contexts:
+            verify = resolve(ca_bundle=ca_bundle, ssl_verify=ssl_verify, base_url=base_url)
+            if verify is False:  # verification off: Hermes warns on every client, as it should
+                return verify
+            contexts[key] = httpx.create_ssl_context() if verify is True else verify
+        return contexts[key]
+
+    ssl_verify.resolve_httpx_verify = resolve_httpx_verify
+
+
+def _cheaper_config_copies() -> None:
+    # load_config() hands each caller a deep copy of the cached config, some
+    # twenty times per turn: the largest holder of the GIL under load. A
+    # pickle round trip makes the same private copy of plain YAML data at a
+    # third of the cost. Modules that imported the function get this one too.
+    import copy
+    import pickle
+    import sys
+
+    import hermes_cli.config as config
+
+    original = config.load_config
+
+    def load_config() -> Dict[str, Any]:
+        cached = config.load_config_readonly()
+        try:
+            return pickle.loads(pickle.dumps(cached, pickle.HIGHEST_PROTOCOL))
+        except Exception:  # not plain data after all
+            return copy.deepcopy(cached)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__dict__", {}).get("load_config") is original:
+            module.load_config = load_config
 
 
 def check_ca_bundle_once() -> Optional[str]:

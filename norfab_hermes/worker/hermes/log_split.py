@@ -71,8 +71,12 @@ class ScrubbingConsole(io.TextIOBase):
         super().close()
 
 
-def split_logs(hermes_home: Path, secrets: Secrets) -> None:
-    """Initialise Hermes logging now, detach it from the root logger, mask secrets in its files."""
+def split_logs(hermes_home: Path, secrets: Secrets, level: str = "WARNING") -> None:
+    """Initialise Hermes logging now, detach it from the root logger, mask secrets in its files.
+
+    Records below ``level`` are not even made: at INFO Hermes logs several
+    records per turn, each formatted and masked.
+    """
     import hermes_logging
 
     hermes_logging.setup_logging(hermes_home=hermes_home, mode="gateway")
@@ -83,6 +87,7 @@ def split_logs(hermes_home: Path, secrets: Secrets) -> None:
     for name in hermes_logger_names():
         logger = logging.getLogger(name)
         logger.propagate = False
+        logger.setLevel(level)
         for handler in queue_handlers:
             if handler not in logger.handlers:
                 logger.addHandler(handler)
