@@ -24,6 +24,7 @@ from pydantic import (
     StrictBool,
     StrictStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -246,12 +247,13 @@ class AgentDefinition(StrictModel):
                 raise ValueError(f"tool name '{name}' must be 1-64 letters, digits, '_' or '-'")
         return value
 
-    @model_validator(mode="after")
-    def _one_name_one_tool(self) -> "AgentDefinition":
-        both = sorted(set(self.tools) & set(self.delegates))
+    @field_validator("delegates")
+    @classmethod
+    def _one_name_one_tool(cls, value: Dict[str, Any], info: ValidationInfo) -> Dict[str, Any]:
+        both = sorted(set(value) & set(info.data.get("tools") or {}))
         if both:
             raise ValueError(f"{', '.join(both)} named both under tools and under delegates; rename one")
-        return self
+        return value
 
 
 class AgentReference(StrictModel):

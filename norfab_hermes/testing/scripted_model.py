@@ -18,7 +18,10 @@ How a reply is decided, first match wins:
    may merge an interrupted message into the next one, so only the newest
    line counts):
    ``CALL <tool> <json-args>`` (repeatable, one tool call each),
-   ``SLEEP <seconds>``, ``FAIL <status>``, ``HANG``.
+   ``SLEEP <seconds>``, ``FAIL <status>``, ``HANG``, and
+   ``STREAM <words> <seconds>``: a reply of that many words, one streamed
+   chunk per word every that many seconds (``first_tokens`` records when
+   each such reply's first word went out).
 5. ``ECHO: <last line of the user message>``.
 
 Hermes' session-title requests get a short fixed title.
@@ -37,6 +40,7 @@ from .scenario import Scenario
 
 CALL_RE = re.compile(r"CALL (\w+) (\{.*?\})(?=\s+CALL |\s*$|\s)", re.S)
 SLEEP_RE = re.compile(r"SLEEP ([0-9.]+)")
+STREAM_RE = re.compile(r"STREAM ([0-9]+) ([0-9.]+)")
 FAIL_RE = re.compile(r"FAIL ([0-9]{3})")
 HANG_RE = re.compile(r"\bHANG\b")
 FINAL_CHARS = 6000
@@ -92,12 +96,14 @@ class Reply:
         sleep: float = 0.0,
         status: int = 200,
         hang: bool = False,
+        pace: float = 0.0,
     ) -> None:
         self.content = content
         self.tool_calls = tool_calls or []
         self.sleep = sleep
         self.status = status
         self.hang = hang
+        self.pace = pace  # seconds between streamed words; 0 streams the reply in 64-character chunks at once
 
 
 class ScriptedModel:
@@ -107,6 +113,7 @@ class ScriptedModel:
         self.scenario = scenario
         self.latency = latency
         self.requests: List[dict] = []
+        self.first_tokens: List[float] = []  # when each paced reply's first word was sent (time.time())
         self._faults: List[Reply] = []
         self._lock = threading.Lock()
 
@@ -178,6 +185,10 @@ class ScriptedModel:
         ]
         if calls:
             return Reply(tool_calls=calls)
+        match = STREAM_RE.search(text)
+        if match:
+            words = " ".join(f"word{i}" for i in range(int(match.group(1))))
+            return Reply(content=words, pace=float(match.group(2)))
         match = SLEEP_RE.search(text)
         if match:
             return Reply(content="SLEPT " + match.group(1), sleep=float(match.group(1)))
@@ -312,8 +323,16 @@ class _Handler(BaseHTTPRequestHandler):
             )
             chunk({"tool_calls": [{"index": index, "function": {"arguments": call["function"]["arguments"]}}]})
         content = reply.content or ""
-        for start in range(0, len(content), 64):
-            chunk({"content": content[start : start + 64]})
+        if reply.pace:
+            for index, word in enumerate(re.findall(r"\S+\s*", content)):
+                if index:
+                    time.sleep(reply.pace)
+                else:
+                    self.server.model.first_tokens.append(time.time())
+                chunk({"content": word})
+        else:
+            for start in range(0, len(content), 64):
+                chunk({"content": content[start : start + 64]})
         chunk({}, finish_reason=finish, with_usage=True)
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
