@@ -12,7 +12,7 @@ from common import WORKER, invoke, median, p95, row, timed, worker
 from norfab_hermes.testing.embedded import running_norfab
 
 LATENCY = 2.0  # scripted model seconds per turn
-RUNS = 10  # the worker's max_concurrent_runs
+RUNS = 20  # the worker's max_concurrent_runs
 INTERRUPTS = 20
 
 

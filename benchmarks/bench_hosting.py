@@ -7,15 +7,17 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from common import cpu_seconds, invoke, median, row, rss_mb, started_in, timed, worker, worker_process
+from common import WORKER, cpu_seconds, invoke, median, p95, row, rss_mb, started_in, timed, worker, worker_process
 
 from norfab_hermes.testing.embedded import running_norfab
 
 ROUNDS = 20
 SESSIONS = 20
+STREAMS = 10
 
 
 def startup_and_memory(url: str) -> List[Dict[str, Any]]:
@@ -71,5 +73,27 @@ def invoke_overhead(url: str) -> List[Dict[str, Any]]:
     ]
 
 
+def first_reply(url: str) -> List[Dict[str, Any]]:
+    """How long after the model's first word the caller sees reply text (the model streams a word every 50 ms)."""
+    from norfab_hermes.testing.scripted_model import ScriptedModel, ScriptedModelServer
+
+    delays = []
+    with ScriptedModelServer(ScriptedModel()) as model, running_norfab(
+        Path(tempfile.mkdtemp(prefix="bench-stream-")), worker(model.base_url, 1)
+    ) as nf:
+        invoke(nf.client, "agent-00", "warm up")
+        for _ in range(STREAMS):
+            future = nf.client.submit_job(
+                "hermes", "invoke", kwargs={"agent": "agent-00", "instructions": "STREAM 20 0.05"}, workers=WORKER, timeout=60
+            )
+            seen = next(time.time() for e in future.events(timeout=30) if (e.get("extras") or {}).get("reply"))
+            future.result(timeout=30)
+            delays.append(seen - model.model.first_tokens[-1])
+    return [
+        row("streaming", "first reply text after the model's first token", median(delays), "s", f"median of {STREAMS}"),
+        row("streaming", "first reply text, p95", p95(delays), "s", "job event received by the client"),
+    ]
+
+
 def run(url: str) -> List[Dict[str, Any]]:
-    return startup_and_memory(url) + invoke_overhead(url)
+    return startup_and_memory(url) + invoke_overhead(url) + first_reply(url)

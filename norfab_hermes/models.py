@@ -479,6 +479,7 @@ class RunStateData(StrictModel):
     events: List[RunEvent] = Field([], description="Progress events from the offset asked for")
     next_offset: int = Field(0, description="Offset to ask for next time")
     approvals: List[ApprovalInfo] = Field([], description="Approvals asked so far")
+    reply: StrictStr = Field("", description="The message the agent is writing now, as far as it got")
     result: Union[None, InvokeResultData] = Field(None, description="The full envelope, once finished")
 
 

@@ -4,6 +4,7 @@ invoke through a real NorFab: broker, one hermes worker with two agents
 """
 
 import os
+import time
 import uuid
 
 import pytest
@@ -157,6 +158,33 @@ def test_progress_becomes_lowercase_job_events_starting_with_the_run_id(nf):
     assert "model request 1 started" in messages
     assert messages[-1] == f"run {result['run_id']} completed"
     assert all(m[0].islower() for m in messages)
+
+
+def test_the_reply_streams_as_batched_events_that_add_up_to_the_response(nf, model):
+    future = nf.client.submit_job("hermes", "invoke", kwargs={"agent": "alpha", "instructions": "STREAM 40 0.05"}, workers=WORKER)
+    events = [(time.time(), e) for e in future.events(timeout=60) if e.get("event_type") == "progress"]
+    result = future.result(timeout=60)[WORKER]["result"]
+    replies = [(seen, e["extras"]["reply"]) for seen, e in events if (e.get("extras") or {}).get("reply")]
+    ended = next(seen for seen, e in events if e["message"] == f"run {result['run_id']} completed")
+    # the words came over 2 s; the caller saw them as they came, a few per event, then the run ended
+    assert "".join(r["delta"] for _, r in replies) == result["response"] == " ".join(f"word{i}" for i in range(40))
+    assert {r["segment"] for _, r in replies} == {1} and not any(r["replace"] for _, r in replies)
+    assert 3 <= len(replies) <= 15, [r["delta"] for _, r in replies]
+    assert replies[0][0] < ended - 1.0 and replies[0][0] - model.model.first_tokens[-1] < 0.5
+    assert all(e["message"] == "reply" for _, e in events if (e.get("extras") or {}).get("reply"))
+
+
+def test_get_run_shows_the_reply_as_far_as_it_got(nf):
+    accepted = run(nf.client, "start_run", agent="alpha", instructions="STREAM 40 0.05")["result"]
+    deadline, partial = time.time() + 30, ""
+    while time.time() < deadline:
+        state = run(nf.client, "get_run", agent="alpha", run_id=accepted["run_id"])["result"]
+        if state["state"] == "finished":
+            break
+        partial = state["reply"] or partial
+        time.sleep(0.1)
+    assert partial.startswith("word0 ") and partial != state["result"]["response"]
+    assert state["result"]["response"].startswith(partial) and not any(e["message"] == "reply" for e in state["events"])
 
 
 def test_run_shell_cmd_is_refused(nf):

@@ -83,6 +83,18 @@ def test_invoke_runs_on_the_agents_worker_and_shows_ids_to_continue(nf, app):
     assert "ECHO: and now?" in out and f"session {session_id} | worker {LAB2}" in out
 
 
+def test_invoke_and_chat_show_the_reply_as_it_is_written_then_formatted(nf, app):
+    out = nfcli(app, 'hermes invoke bgp "STREAM 30 0.05"')
+    words = " ".join(f"word{i}" for i in range(30))
+    lines = out.splitlines()
+    streamed = lines.index(words)  # the words as they came, on one line, before the run's end ...
+    ended = next(i for i, line in enumerate(lines) if re.search(r"hermes.invoke run \w+ completed", line))
+    assert streamed < ended < next(i for i, line in enumerate(lines) if line.strip() == words and i > ended), out  # ... then formatted
+    assert "hermes.invoke reply" not in out  # reply updates are not event lines
+    out = nfcli(app, "hermes chat bgp", ["STREAM 10 0.05", "/exit"])
+    assert out.count("word9") == 2, out
+
+
 def test_invoke_of_a_shared_agent_name_goes_to_the_named_worker(nf, app):
     out = nfcli(app, 'hermes invoke interfaces "show ip int brief" workers hermes-lab-1')
     assert last_job(nf.client, "invoke")["workers_requested"] == LAB1

@@ -96,6 +96,28 @@ class CtrlC:
                 self._mode(keys=True)
 
 
+class ReplyStream:
+    """The reply as the agent writes it, printed as it arrives; the formatted reply follows the run."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.segment: Any = None
+        self.open = False
+
+    def add(self, reply: Dict[str, Any]) -> None:
+        if reply.get("segment") != self.segment or reply.get("replace"):
+            self.end()  # a new message of the agent (after tool calls), or its text rewritten
+            self.segment = reply.get("segment")
+        self.console.print(Text(str(reply.get("delta") or ""), style="cyan"), end="")
+        self.open = True
+
+    def end(self) -> None:
+        """Close the streamed line before anything else is printed."""
+        if self.open:
+            self.console.print()
+            self.open = False
+
+
 def run_turn(
     router: Router,
     target: Target,
@@ -125,11 +147,16 @@ def run_turn(
             SERVICE, "invoke", kwargs=kwargs, workers=target.worker, timeout=invoke_job_timeout(timeout)
         )
         run_id, interrupting, question = None, False, None
+        stream = ReplyStream(console)
         while True:
             try:
                 # events() ends with the job, or after POLL seconds without events
                 for event in future.events(timeout=POLL):
                     extras = event.get("extras") or {}
+                    if extras.get("reply"):
+                        stream.add(extras["reply"])
+                        continue
+                    stream.end()
                     if not run_id and extras.get("run_id"):
                         run_id = extras["run_id"]
                         if interrupting:
@@ -141,10 +168,12 @@ def run_turn(
                         question = None
                     show_event(event)
                 if future.done_event.is_set():
+                    stream.end()
                     break
                 if ctrl_c.pressed():
                     raise KeyboardInterrupt  # the key and the signal are handled alike
             except KeyboardInterrupt:
+                stream.end()
                 if question:  # Ctrl+C at the operator prompt also withdraws the answer
                     future.send_response(input_id=question["id"], value=None, cancel=True, worker=target.worker)
                     question = None

@@ -222,6 +222,7 @@ class HermesHost:
             events=events,
             next_offset=offset + len(events),
             approvals=run.approvals,
+            reply=run.reply,
             result=run.result,
         )
 

@@ -24,6 +24,7 @@ from ..models import AgentDefinition
 from .hermes.compat import PLATFORM
 from .hermes.plugin import NORFAB_TOOLSET, PLUGIN, agent_toolset
 
+STREAM_INTERVAL = 0.25  # seconds between streamed reply updates of one run
 HOME_CHANNEL = {"platform": PLATFORM, "chat_id": "norfab-home", "name": "NorFab home"}
 
 # Settings every profile gets and the inventory cannot change: no tool
@@ -73,6 +74,15 @@ def root_config(max_turns: int) -> Dict[str, Any]:
         ENFORCED,
         {
             "gateway": {"multiplex_profiles": True},
+            # replies stream to the adapter as one message edited with the text so far,
+            # at most every STREAM_INTERVAL seconds (each edit is one job event)
+            "streaming": {
+                "enabled": True,
+                "transport": "edit",
+                "edit_interval": STREAM_INTERVAL,
+                "buffer_threshold": 10**9,  # edits by time only
+                "cursor": "",
+            },
             "plugins": {"enabled": [PLUGIN]},
             "agent": {"max_turns": max_turns},
             "platforms": {PLATFORM: {"enabled": False}},

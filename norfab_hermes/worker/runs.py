@@ -77,10 +77,30 @@ class Run:
         self.executing = False  # holds a run slot and its session (not queued)
         self.result: Optional[InvokeResultData] = None
         self.finished: Optional[float] = None
+        self.reply = ""  # the message the agent is writing now, as far as it got
+        self._reply_id: Optional[str] = None
+        self._segment = 0
 
+    def write_reply(self, message_id: str, text: str) -> None:
+        """The agent's reply as the gateway streams it: what is new goes to the caller as a job event.
+
+        The gateway edits one message with ever longer text at most a few
+        times a second; a new message (after tool calls) starts a new segment.
+        Reply events stay out of the journal: get_run shows ``reply`` instead.
+        """
+        if message_id != self._reply_id:
+            self._reply_id, self._segment, self.reply = message_id, self._segment + 1, ""
+        replace = not text.startswith(self.reply)
+        delta = text if replace else text[len(self.reply) :]
+        self.reply = text
+        if delta:
+            self._tell_job("reply", "INFO", extras={"reply": {"segment": self._segment, "delta": delta, "replace": replace}})
     def event(self, message: str, severity: str = "INFO", **kwargs: Any) -> None:
         """Record an event in the journal and send it to the caller's NorFab job, if any."""
         self.events.append(RunEvent(time=now_iso(), message=message, severity=severity))
+        self._tell_job(message, severity, **kwargs)
+
+    def _tell_job(self, message: str, severity: str, **kwargs: Any) -> None:
         if self.job is None:  # in the background or scheduled: the journal is the record
             return
         try:

@@ -13,7 +13,7 @@ so authorization is upstream: the gateway does not run its own allowlists.
 
 import asyncio
 import uuid
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from gateway.config import Platform
 from gateway.platforms.base import (
@@ -29,10 +29,15 @@ from .compat import PLATFORM, message_source
 
 
 class Turn:
-    """What the gateway sent back for one submitted message."""
+    """What the gateway sent back for one submitted message.
 
-    def __init__(self, chat_id: str) -> None:
+    ``on_text(message_id, text)`` sees every message of the turn as the gateway
+    writes it: streamed replies arrive as a message edited with ever longer text.
+    """
+
+    def __init__(self, chat_id: str, on_text: Optional[Callable[[str, str], None]] = None) -> None:
         self.chat_id = chat_id
+        self.on_text = on_text
         self.sends: List[Dict[str, Any]] = []
         self.outcome: Optional[str] = None
         self.done = asyncio.get_running_loop().create_future()
@@ -86,6 +91,8 @@ class NorfabAdapter(BasePlatformAdapter):
         turn = self._turns.get(chat_id)
         if turn is not None:
             turn.sends.append(item)
+            if turn.on_text is not None and not item.get("final"):
+                turn.on_text(item.get("edit_of") or item["message_id"], item["content"])
 
     async def send(
         self,
@@ -141,13 +148,15 @@ class NorfabAdapter(BasePlatformAdapter):
         if turn is not None:
             turn.finish(getattr(outcome, "value", str(outcome)))
 
-    async def submit(self, text: str, chat_id: str, profile: str) -> Turn:
+    async def submit(
+        self, text: str, chat_id: str, profile: str, on_text: Optional[Callable[[str, str], None]] = None
+    ) -> Turn:
         """Hand ``text`` to the gateway as a message in ``chat_id``; the turn completes later."""
         source = message_source(chat_id, profile)
         event = MessageEvent(
             text=text, message_type=MessageType.TEXT, source=source, message_id=uuid.uuid4().hex[:12]
         )
-        turn = Turn(chat_id)
+        turn = Turn(chat_id, on_text)
         if text.startswith("/") and compat.chat_is_busy(self, build_session_key(source)):
             # the gateway answers a command for a busy chat inline, with one
             # send and no processing-complete callback
