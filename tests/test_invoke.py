@@ -176,15 +176,17 @@ def test_the_reply_streams_as_batched_events_that_add_up_to_the_response(nf, mod
 
 def test_get_run_shows_the_reply_as_far_as_it_got(nf):
     accepted = run(nf.client, "start_run", agent="alpha", instructions="STREAM 40 0.05")["result"]
-    deadline, partial = time.time() + 30, ""
+    deadline, seen = time.time() + 30, []
     while time.time() < deadline:
         state = run(nf.client, "get_run", agent="alpha", run_id=accepted["run_id"])["result"]
         if state["state"] == "finished":
             break
-        partial = state["reply"] or partial
+        seen.append(state["reply"])
         time.sleep(0.1)
-    assert partial.startswith("word0 ") and partial != state["result"]["response"]
-    assert state["result"]["response"].startswith(partial) and not any(e["message"] == "reply" for e in state["events"])
+    response = state["result"]["response"]
+    partial = [text for text in seen if text and text != response]
+    assert partial and all(text.startswith("word0 ") and response.startswith(text) for text in partial), seen
+    assert not any(e["message"] == "reply" for e in state["events"])
 
 
 def test_run_shell_cmd_is_refused(nf):

@@ -73,7 +73,8 @@ def envelope(runtime: HermesRuntime, run: Run, turn: Optional[Any], worker: str,
         # the gateway keeps provider details out of the reply; the operator needs them
         run.warnings.append(provider_warning(run, raw, secrets))
     session_id = raw.get("session_id") or compat.chat_session(runtime.runner, run.session_key)
-    response = (turn.reply if turn is not None else "") or raw.get("final_response") or ""
+    # the agent's own final text; what the gateway sent the chat (e.g. its note on a failed run) otherwise
+    response = raw.get("final_response") or (turn.reply if turn is not None else "") or ""
     cost = raw.get("estimated_cost_usd") if raw.get("cost_status") not in (None, "unknown") else None
     inputs, outputs = raw.get("input_tokens") or 0, raw.get("output_tokens") or 0
     return InvokeResultData(

@@ -59,6 +59,7 @@ class NorfabAdapter(BasePlatformAdapter):
     # delegations synchronously and refuses background watchers (its stateless-channel path)
     supports_async_delivery = False
     interactive_resume = False
+    MAX_MESSAGE_LENGTH = 10**9  # a NorFab result carries a reply of any length: never split it
 
     def __init__(self, config: Any) -> None:
         super().__init__(config=config, platform=Platform(PLATFORM))
