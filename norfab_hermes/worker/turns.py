@@ -73,8 +73,10 @@ def envelope(runtime: HermesRuntime, run: Run, turn: Optional[Any], worker: str,
         # the gateway keeps provider details out of the reply; the operator needs them
         run.warnings.append(provider_warning(run, raw, secrets))
     session_id = raw.get("session_id") or compat.chat_session(runtime.runner, run.session_key)
-    # the agent's own final text; what the gateway sent the chat (e.g. its note on a failed run) otherwise
-    response = raw.get("final_response") or (turn.reply if turn is not None else "") or ""
+    sent = turn.reply if turn is not None else ""
+    # the agent's own final text, except on a failed run: its final text is the provider's raw
+    # error, and what the gateway sent the chat is a note without it (the warning has the details)
+    response = (sent if raw.get("error") else raw.get("final_response") or sent) or ""
     cost = raw.get("estimated_cost_usd") if raw.get("cost_status") not in (None, "unknown") else None
     inputs, outputs = raw.get("input_tokens") or 0, raw.get("output_tokens") or 0
     return InvokeResultData(
