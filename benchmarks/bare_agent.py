@@ -1,6 +1,7 @@
 """
 Bare Hermes AIAgent on the scripted model, in its own process: the baseline
-that hermes.invoke is compared with. Prints JSON timings.
+that hermes.invoke is compared with. Prints JSON: median latency and mean
+CPU seconds (this process) per turn.
 
 usage: python bare_agent.py BASE_URL ROUNDS
 """
@@ -42,7 +43,9 @@ def timed(fn: Callable[[], Any]) -> float:
 
 
 agent().run_conversation("warm up")  # first use imports the SDK and builds clients
+cpu = time.process_time()
 new = [timed(lambda i=i: agent().run_conversation(f"hello {i}")) for i in range(ROUNDS)]
+cpu_new = (time.process_time() - cpu) / ROUNDS
 session = agent()
 history = []
 
@@ -52,5 +55,16 @@ def turn(i: int) -> None:
     history = session.run_conversation(f"again {i}", conversation_history=history)["messages"]
 
 
+cpu = time.process_time()
 continued = [timed(lambda i=i: turn(i)) for i in range(ROUNDS)]
-print(json.dumps({"new": statistics.median(new), "continued": statistics.median(continued)}))
+cpu_continued = (time.process_time() - cpu) / ROUNDS
+print(
+    json.dumps(
+        {
+            "new": statistics.median(new),
+            "continued": statistics.median(continued),
+            "cpu_new": cpu_new,
+            "cpu_continued": cpu_continued,
+        }
+    )
+)

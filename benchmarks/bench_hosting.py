@@ -55,6 +55,8 @@ def invoke_overhead(url: str) -> List[Dict[str, Any]]:
             timed(lambda i=i: invoke(client, "agent-00", f"again {i}", session_id=session)) for i in range(ROUNDS)
         ]
         cpu_continued = (cpu_seconds(process) - cpu) / ROUNDS
+        # the transport alone: a job the worker answers from memory
+        trip = median([timed(lambda: client.run_job("hermes", "get_status", workers=WORKER)) for _ in range(ROUNDS)])
         before = rss_mb(process)
         for i in range(SESSIONS):
             invoke(client, "agent-00", f"session {i}")
@@ -67,8 +69,19 @@ def invoke_overhead(url: str) -> List[Dict[str, Any]]:
         row("invoke latency", "continued session, hermes.invoke", median(continued), "s", "median"),
         row("invoke latency", "continued session, bare AIAgent", bare["continued"], "s", "median"),
         row("invoke latency", "continued session ratio", median(continued) / bare["continued"], "x", note),
+        row("invoke latency", "NorFab round trip, hermes.get_status", trip, "s", "median: broker, worker and client, no turn"),
+        row(
+            "invoke latency",
+            "continued session ratio less the round trip",
+            (median(continued) - trip) / bare["continued"],
+            "x",
+            "what hosting adds to the turn itself",
+        ),
         row("worker CPU", "per new-session turn", cpu_new, "s", f"hermes worker process, user+system, mean of {ROUNDS}"),
         row("worker CPU", "per continued-session turn", cpu_continued, "s", f"hermes worker process, user+system, mean of {ROUNDS}"),
+        row("worker CPU", "bare AIAgent per new-session turn", bare["cpu_new"], "s", f"its process, mean of {ROUNDS}"),
+        row("worker CPU", "bare AIAgent per continued-session turn", bare["cpu_continued"], "s", f"its process, mean of {ROUNDS}"),
+        row("worker CPU", "continued-session ratio", cpu_continued / bare["cpu_continued"], "x", "hermes worker / bare AIAgent"),
         row("memory", "RSS per active session", per_session, "MiB", f"after {SESSIONS} new sessions"),
     ]
 

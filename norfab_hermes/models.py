@@ -277,7 +277,7 @@ class HermesInventory(StrictModel):
     model: Dict[StrictStr, Any] = Field(
         {}, description="Model settings used by every agent that does not set them in hermes.model"
     )
-    max_concurrent_runs: PositiveInt = Field(4, description="Agent runs this worker executes at once")
+    max_concurrent_runs: PositiveInt = Field(16, description="Agent runs this worker executes at once")
     max_turns: PositiveInt = Field(
         20, description="Model calls per run for agents that do not set hermes.agent.max_turns"
     )

@@ -95,6 +95,9 @@ def test_pinned_version():
         # the config's private copies: load_config is the read-only cache, deep-copied
         "import inspect, hermes_cli.config as c; out.append(callable(c.load_config_readonly) "
         "and 'copy.deepcopy(cached[4]) if want_deepcopy' in inspect.getsource(c._load_config_impl))",
+        # the per-turn status write goes through one method, which only writes active_agents
+        "import inspect, gateway.run as g; src = inspect.getsource(g.GatewayRunner._persist_active_agents); "
+        "out.append('write_runtime_status(active_agents=' in src and inspect.getsource(g).count('write_runtime_status(active_agents=') == 1)",
         # the log split finds Hermes' queue handler by its marker
         "import logging, hermes_logging; hermes_logging.setup_logging(mode='gateway'); "
         "out.append(any(getattr(h, '_hermes_queue', False) for h in logging.getLogger().handlers))",

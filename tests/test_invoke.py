@@ -213,3 +213,15 @@ def test_model_provider_errors_are_reported_with_their_cause(nf, model):
     assert any("HTTP 500" in w for w in data["warnings"]), data["warnings"]
     again = run(nf.client, "interrupt", agent="gamma", run_id=data["run_id"])
     assert again["failed"] and "already finished: provider_error" in again["errors"][0]
+
+
+def test_eight_questions_on_a_default_worker_all_run_at_once(nf):
+    # a new user's eight concurrent questions must not wait in line on an idle worker
+    runs = [run(nf.client, "start_run", agent="gamma", instructions="SLEEP 4")["result"]["run_id"] for _ in range(8)]
+    deadline, states = time.time() + 30, []
+    while time.time() < deadline:
+        states = [run(nf.client, "get_run", agent="gamma", run_id=run_id)["result"]["state"] for run_id in runs]
+        if states == ["running"] * 8 or "finished" in states:
+            break
+        time.sleep(0.2)
+    assert states == ["running"] * 8, states

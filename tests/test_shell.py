@@ -63,7 +63,7 @@ def test_agents_and_status_fan_out_to_the_selected_workers(nf, app):
     assert "bgp" in out and "routing" not in out
     assert last_job(nf.client, "get_agents")["workers_requested"] == [LAB2]
     out = nfcli(app, "hermes status workers hermes-lab-*")
-    assert re.search(rf"{LAB1}\s+│\s+yes\s+│\s+interfaces, routing\s+│\s+0/4", out), out
+    assert re.search(rf"{LAB1}\s+│\s+yes\s+│\s+interfaces, routing\s+│\s+0/16", out), out
     assert re.search(rf"{LAB2}\s+│\s+yes\s+│\s+bgp, interfaces", out), out
     assert last_job(nf.client, "get_status")["workers_requested"] == [LAB1, LAB2]
 

@@ -242,6 +242,13 @@ def make_runner() -> Any:
             declare_stateless_channel()
             return tokens
 
+        def _persist_active_agents(self) -> None:
+            # Hermes rewrites gateway_state.json (read, merge, atomic write) at every turn's
+            # start and end for its dashboard; the worker reports runs through get_status, and
+            # the write was the largest single cost between a turn's answer and its reply.
+            # Lifecycle transitions still update the file.
+            pass
+
         async def _run_agent(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
             result = await super()._run_agent(*args, **kwargs)
             key = kwargs.get("session_key")
