@@ -98,6 +98,12 @@ def test_pinned_version():
         # the per-turn status write goes through one method, which only writes active_agents
         "import inspect, gateway.run as g; src = inspect.getsource(g.GatewayRunner._persist_active_agents); "
         "out.append('write_runtime_status(active_agents=' in src and inspect.getsource(g).count('write_runtime_status(active_agents=') == 1)",
+        # replies leave when the agent finishes: the two 50 ms polls, found by their function names
+        "import inspect, gateway.run as g, gateway.stream_consumer as s; "
+        "inner = inspect.getsource(g.GatewayRunner._run_agent_inner); run = inspect.getsource(s.GatewayStreamConsumer.run); "
+        "out.append('async def _start_stream_consumer' in inner and 'for _ in range(200)' in inner "
+        "and inner.count('await asyncio.sleep(0.05)') >= 1 and run.count('await asyncio.sleep(0.05)') == 1 "
+        "and 'self._queue.put(_DONE)' in inspect.getsource(inspect.unwrap(s.GatewayStreamConsumer.finish)))",
         # the log split finds Hermes' queue handler by its marker
         "import logging, hermes_logging; hermes_logging.setup_logging(mode='gateway'); "
         "out.append(any(getattr(h, '_hermes_queue', False) for h in logging.getLogger().handlers))",
@@ -164,3 +170,42 @@ def test_one_tls_context_serves_every_client_and_config_copies_stay_private(tmp_
         """,
     )
     assert out.splitlines() == ["True", "True", "True"]
+
+
+def test_a_finishing_agent_wakes_its_stream_consumer(tmp_path):
+    # on a loop whose clock never moves no sleep ever ends by itself: the reply
+    # can only leave because the agent's finish woke the consumer
+    out = in_fresh_hermes(
+        tmp_path,
+        """
+        import asyncio, threading
+        from gateway.platforms.base import SendResult
+        from gateway.stream_consumer import GatewayStreamConsumer
+
+        class Chat:
+            MAX_MESSAGE_LENGTH = 4096
+            sent = []
+            async def send(self, chat_id, content, *args, **kwargs):
+                self.sent.append(content)
+                return SendResult(success=True, message_id="m1")
+            async def edit_message(self, chat_id, message_id, content, *args, **kwargs):
+                self.sent.append(content)
+                return SendResult(success=True, message_id=message_id)
+
+        class FrozenClock(asyncio.SelectorEventLoop):
+            def time(self):
+                return 0.0
+
+        consumer = GatewayStreamConsumer(Chat(), "chat-1")
+        def agent():
+            while "_norfab_wake" not in consumer.__dict__:  # the consumer is waiting
+                pass
+            consumer.on_delta("the answer")
+            consumer.finish()
+        threading.Thread(target=agent, daemon=True).start()
+        loop = FrozenClock()
+        loop.run_until_complete(consumer.run())  # without the wake-up this never returns
+        out.append(Chat.sent)
+        """,
+    )
+    assert out == "['the answer']"
