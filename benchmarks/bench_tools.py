@@ -16,9 +16,8 @@ TOOL = {
 
 
 def run(url: str) -> List[Dict[str, Any]]:
-    workers, files = network(["r1"])
     agent = {"instructions": "You read clocks.", "toolsets": ["norfab"], "tools": {"read_clock": TOOL}}
-    workers[WORKER] = {**hermes_worker(url, {"clocks": agent}), "depends_on": ["nornir-worker-1"]}
+    workers, files = network(["r1"], users={WORKER: hermes_worker(url, {"clocks": agent})})
     with running_norfab(Path(tempfile.mkdtemp(prefix="bench-tools-")), workers, files) as nf:
         client = nf.client
 

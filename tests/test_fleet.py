@@ -132,8 +132,7 @@ def fleet(tmp_path_factory):
             namespace, why = None, str(error)
         address = namespace.host_address if namespace else "127.0.0.1"
         model = stack.enter_context(ScriptedModelServer(ScriptedModel(scenario=SCENARIO), host=address))
-        workers, files = network(["r1"])
-        workers[W1] = {**hermes_worker(model.base_url, W1_AGENTS), "depends_on": ["nornir-worker-1"]}
+        workers, files = network(["r1"], users={W1: hermes_worker(model.base_url, W1_AGENTS)})
         workers[W2] = hermes_worker(model.base_url, W2_AGENTS)
         nf = stack.enter_context(norfab(base, workers, files, separate=(W2,), address=address))
         prefix = namespace.prefix if namespace else ()

@@ -40,8 +40,7 @@ AGENTS = {
 def lab(model, tmp_path_factory):
     os.environ["NF_HARDENING_KEY"] = API_KEY
     base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r9"], models={"r9": HOSTILE_DEVICE})
-    workers[WORKER] = {**hermes_worker(model.base_url, AGENTS), "depends_on": ["nornir-worker-1"]}
+    workers, files = network(["r9"], models={"r9": HOSTILE_DEVICE}, users={WORKER: hermes_worker(model.base_url, AGENTS)})
     with norfab(base, workers, files) as nf:
         yield nf, base
 

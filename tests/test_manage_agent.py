@@ -29,8 +29,7 @@ FILED = {"instructions": "You are FILED, version 1.", "description": "from a fil
 @pytest.fixture(scope="module")
 def lab(model, tmp_path_factory):
     base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1"])
-    workers[WORKER] = {**hermes_worker(model.base_url, AGENTS), "depends_on": ["nornir-worker-1"]}
+    workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
     files["agents/filed.yaml"] = FILED
     files["hermes/agents/interface-check.yaml"] = LAB_AGENT.read_text()
     with norfab(base, workers, files) as nf:

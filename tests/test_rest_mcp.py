@@ -28,9 +28,8 @@ HIDDEN = {"job_details", "job_list", "get_logs", "echo", "delete_fetched_files",
 @pytest.fixture(scope="module")
 def lab(model, tmp_path_factory):
     base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1"])
+    workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
     api_port, mcp_port = free_port(), free_port()
-    workers[WORKER] = {**hermes_worker(model.base_url, AGENTS), "depends_on": ["nornir-worker-1"]}
     workers["fastapi-worker-1"] = {"service": "fastapi", "uvicorn": {"host": "127.0.0.1", "port": api_port}, "depends_on": [WORKER]}
     workers["fastmcp-worker-1"] = {
         "service": "fastmcp",

@@ -23,8 +23,7 @@ AGENTS = {
 @pytest.fixture(scope="module")
 def lab(model, tmp_path_factory):
     base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1"])
-    workers[WORKER] = {**hermes_worker(model.base_url, AGENTS), "depends_on": ["nornir-worker-1"]}
+    workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
     with norfab(base, workers, files) as nf:
         yield nf, base
 

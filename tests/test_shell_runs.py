@@ -31,8 +31,7 @@ BOUNCE_R1 = """'CALL bounce {"FB": "r1"}'"""  # the scripted model calls the too
 @pytest.fixture(scope="module")
 def lab(model, tmp_path_factory):
     base = tmp_path_factory.mktemp("nf")
-    workers, files = network(["r1"])
-    workers[LAB1] = {**hermes_worker(model.base_url, {"alpha": ALPHA, "fixer": FIXER}), "depends_on": ["nornir-worker-1"]}
+    workers, files = network(["r1"], users={LAB1: hermes_worker(model.base_url, {"alpha": ALPHA, "fixer": FIXER})})
     workers[LAB2] = hermes_worker(model.base_url, {"alpha": ALPHA})
     with norfab(base, workers, files) as nf:
         yield nf, base

@@ -82,8 +82,7 @@ AGENTS = {
 
 @pytest.fixture(scope="module")
 def nf(model, tmp_path_factory):
-    workers, files = network(["r1", "r2"])
-    workers[WORKER] = {**hermes_worker(model.base_url, AGENTS, tool_result_max_chars=30000), "depends_on": ["nornir-worker-1"]}
+    workers, files = network(["r1", "r2"], users={WORKER: hermes_worker(model.base_url, AGENTS, tool_result_max_chars=30000)})
     with norfab(tmp_path_factory.mktemp("nf"), workers, files) as nf:
         yield nf
 

@@ -228,13 +228,16 @@ def hermes_worker(url: str, agents: Dict[str, Any], **settings: Any) -> dict:
     }
 
 
-def network(hosts: List[str], models: Optional[Dict[str, dict]] = None) -> tuple:
+def network(
+    hosts: List[str], models: Optional[Dict[str, dict]] = None, users: Optional[Dict[str, dict]] = None
+) -> tuple:
     """A FakeNOS network of cisco_ios devices on 127.0.0.1 behind a nornir worker.
 
     ``models`` gives some hosts a FakeNOS device model of their own (``name``,
-    ``initial_prompt``, ``commands``). Returns (worker inventories, files) for
-    :func:`running_norfab`; the hermes worker that uses it should list
-    ``depends_on: [nornir-worker-1]``.
+    ``initial_prompt``, ``commands``). ``users`` are the hermes worker
+    inventories, by worker name, whose agents call the network: they start
+    after its nornir worker. Returns (worker inventories, files) for
+    :func:`running_norfab`.
     """
     models = models or {}
     devices = {
@@ -261,4 +264,6 @@ def network(hosts: List[str], models: Optional[Dict[str, dict]] = None) -> tuple
             },
         },
     }
+    for name, inventory in (users or {}).items():
+        workers[name] = {**inventory, "depends_on": ["nornir-worker-1"]}
     return workers, {"fakenos/lab.yaml": {"hosts": devices}, **files}

@@ -91,6 +91,7 @@ def _cheaper_config_copies() -> None:
 
 
 STREAM_POLL = 0.05  # seconds: how often the gateway looks for a turn's stream consumer, and the consumer at its queue
+QUICK_LOOKUP, QUICK_LOOKUPS = 0.005, 20  # the gateway's first look-ups for a consumer: 100 ms of them
 
 
 def _replies_leave_when_the_agent_finishes() -> None:
@@ -128,11 +129,12 @@ def _replies_leave_when_the_agent_finishes() -> None:
 
         @staticmethod
         def sleep(delay: float, result: Any = None) -> Any:
+            if delay != STREAM_POLL:
+                return asyncio.sleep(delay, result)
             caller = sys._getframe(1)
-            if delay == STREAM_POLL and caller.f_code.co_name == "_start_stream_consumer":
-                if caller.f_locals.get("_", 0) < 20:
-                    delay = 0.005
-            elif delay == STREAM_POLL and caller.f_code.co_name == "run" and caller.f_globals is vars(stream_consumer):
+            if caller.f_code.co_name == "_start_stream_consumer" and caller.f_locals.get("_", 0) < QUICK_LOOKUPS:
+                return asyncio.sleep(QUICK_LOOKUP, result)
+            if caller.f_code.co_name == "run" and caller.f_globals is vars(stream_consumer):
                 consumer = caller.f_locals["self"]
                 wake = consumer.__dict__.setdefault("_norfab_wake", (asyncio.get_running_loop(), asyncio.Event()))
                 return sleep_until_woken(wake[1], delay)
