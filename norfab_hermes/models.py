@@ -297,6 +297,9 @@ class HermesInventory(StrictModel):
     max_repeated_calls: PositiveInt = Field(
         3, description="The same tool call with the same arguments this many times in one run stops the run"
     )
+    tool_retry_interval: PositiveFloat = Field(
+        30.0, description="Seconds between retries of tools whose service did not answer (e.g. it started later)"
+    )
     hermes_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING",
         description="Level of Hermes' own log files (agent.log, gateway.log); INFO records every turn's steps "
