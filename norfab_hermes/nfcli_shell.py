@@ -42,7 +42,7 @@ from .models import CommandResultData
 from .nfcli import lifecycle, picle_compat, runs, schedules
 from .nfcli.chat import Chat, pick_agent
 from .nfcli.common import WorkersOption, agent_names, agent_verb, as_str, guarded, misparsed, positionals, router
-from .nfcli.live import error_text, job_event_line, markdown, reply_view, run_turn
+from .nfcli.live import error_text, job_event_line, markdown, own_job_event, reply_view, run_turn
 from .nfcli.views import agents_view, failed, session_view, sessions_view, status_view
 from .routing import COMMAND_JOB_TIMEOUT, Target
 
@@ -267,7 +267,8 @@ def run_invoke(agent: str, instructions: str, session: Optional[str], workers: O
     console.print(Text(f"invoking agent '{target.agent}' on worker '{target.worker}', session {session or 'new'}"))
 
     def show(event: dict) -> None:
-        console.print(job_event_line(event))
+        if not own_job_event(event):  # the header above says the job started; the reply says it ended
+            console.print(job_event_line(event))
 
     turn = run_turn(routes, target, instructions, session, timeout, show, console)
     if turn is None:  # the operator stopped waiting

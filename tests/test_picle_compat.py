@@ -8,6 +8,8 @@ import ast
 import contextlib
 import inspect
 import io
+import subprocess
+import sys
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Dict, Optional
@@ -146,3 +148,10 @@ def test_only_picle_compat_touches_picle_private_names():
             if isinstance(node, ast.Attribute) and node.attr in private:
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.attr}")
     assert not found, found
+
+
+def test_mounting_the_hermes_shell_installs_the_changes():
+    """NorFab imports the plugin after it built nfcli's App: the import alone must change PICLE."""
+    code = "import norfab_hermes.nfcli_shell; from picle import App; print(getattr(App, '_norfab_hermes_patched', False))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "True", done.stderr[-2000:]

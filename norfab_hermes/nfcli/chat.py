@@ -21,7 +21,7 @@ from rich.text import Text
 
 from ..models import AgentSummary, CommandResultData, SessionSummary
 from ..routing import COMMAND_JOB_TIMEOUT, Router, RoutingError, Selector, Target
-from .live import CtrlC, error_text, markdown, reply_view, run_turn
+from .live import CtrlC, error_text, markdown, own_job_event, reply_view, run_turn
 from .picle_compat import read_line
 from .tables import CLIP, short_time, table
 
@@ -105,8 +105,7 @@ class Chat:
         self.console.print(reply_view(turn.result, streamed=turn.streamed))
 
     def show_event(self, event: dict) -> None:
-        # the question of an input request is prompted; NorFab's own job start and end are noise here
-        if event.get("event_type") in ("input_request", "result_ready") or event.get("message") == "starting":
+        if own_job_event(event):  # the question is prompted; the job's start and end are noise here
             return
         message = " ".join(str(event.get("message", "")).split())
         severity = str(getattr(event.get("severity"), "value", event.get("severity")) or "INFO").upper()

@@ -229,6 +229,11 @@ def event_line(time: str, severity: str, message: str) -> Text:
     return Text.assemble((time, "dim"), " ", (f"{severity:<7}", style), " ", message)
 
 
+def own_job_event(event: dict) -> bool:
+    """NorFab's own events of the invoke job (its start, its result, an input request the shell prompts)."""
+    return event.get("event_type") in ("input_request", "result_ready") or event.get("message") == "starting"
+
+
 def job_event_line(event: dict) -> Text:
     """A job event of the run as :func:`event_line` shows it (the invoke's header names worker and agent)."""
     stamp = str(event.get("timestamp") or "").split()  # NorFab's "01-Dec-2026 15:11:37.401"
