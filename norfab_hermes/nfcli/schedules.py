@@ -18,7 +18,7 @@ from ..models import ScheduleInfo, ScheduleResultData, ScheduleRun
 from ..routing import Router, Target
 from .common import confirm, hint, on_terminal
 from .live import error_text
-from .tables import WRAP, short_time, table
+from .tables import WRAP, short_time, short_times, table
 from .views import failed
 
 USAGE = """  hermes schedules AGENT (workers WORKER)
@@ -165,7 +165,7 @@ def schedules_table(target: Target, schedules: List[ScheduleInfo]) -> Renderable
 
 
 def action_view(target: Target, data: ScheduleResultData) -> RenderableType:
-    parts: List[RenderableType] = [Text(data.message)]
+    parts: List[RenderableType] = [Text(short_times(data.message))]
     if data.schedules:
         parts.append(schedules_table(target, data.schedules))
         step = NEXT_STEP.get(data.action)

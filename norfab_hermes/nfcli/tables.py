@@ -11,6 +11,7 @@ is printed at, so the same result fits an 80 and a 200 column terminal.
 Times are local: a clock time today, the date otherwise.
 """
 
+import re
 from datetime import datetime, timezone
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
@@ -23,6 +24,7 @@ WRAP = "wrap"  # free text shown whole, over several lines
 CLIP = "clip"  # free text cut to one line with an ellipsis
 TEXT_MIN = 12  # the narrowest a free-text column gets before columns are dropped
 BORDERS = 3  # cells a column adds around its text: padding on each side and a rule
+ISO_TIME = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:\d\d)?")
 
 
 class FitTable:
@@ -122,6 +124,11 @@ def short_time(iso: Optional[str], now: Optional[datetime] = None) -> str:
     if local.date() == today.date():
         return local.strftime("%H:%M:%S")
     return local.strftime("%b %d %H:%M" if local.year == today.year else "%Y-%m-%d")
+
+
+def short_times(text: str) -> str:
+    """``text`` with every ISO time in it shown as :func:`short_time` shows it (the worker's messages quote them)."""
+    return ISO_TIME.sub(lambda match: short_time(match.group(0)), text)
 
 
 def clock(iso: Optional[str]) -> str:

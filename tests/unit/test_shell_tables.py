@@ -7,7 +7,7 @@ from rich.console import Console
 
 from norfab_hermes.nfcli.live import reply_view
 from norfab_hermes.nfcli.runs import expires
-from norfab_hermes.nfcli.tables import CLIP, WRAP, short_time, table
+from norfab_hermes.nfcli.tables import CLIP, WRAP, short_time, short_times, table
 
 WORKERS = ["hermes-worker-1", "hermes-worker-2"]
 COLUMNS = ["worker", "agent", "state", "owner", "model", "description", "errors"]
@@ -84,3 +84,9 @@ def test_a_streamed_reply_is_not_shown_again():
     assert "r1 Gi0/2 is down" not in after_stream and "completed | run 736b7986e63f" in after_stream
     # a stream that did not carry the whole reply: the reply is shown
     assert render(reply_view(RESULT, streamed="r1 Gi0/2"), 120).count("r1 Gi0/2 is down") == 1
+
+
+def test_times_in_a_message_are_shown_short():
+    now = datetime.now(timezone.utc).replace(microsecond=671000)
+    text = f"schedule 'r2-watch' created, next run {now.isoformat(timespec='milliseconds')}"
+    assert short_times(text) == f"schedule 'r2-watch' created, next run {now.astimezone().strftime('%H:%M:%S')}"
