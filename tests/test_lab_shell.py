@@ -10,6 +10,7 @@ import os
 import pty
 import re
 import select
+import signal
 import socket
 import struct
 import subprocess
@@ -71,8 +72,17 @@ class Terminal:
         os.write(self.master, keys.encode())
 
     def close(self) -> None:
+        """Leave as an operator does, so the lab stops the core worker it started in a session of its
+        own; a signal only if that does not work."""
+        for stop in (lambda: self.type("\x03exit\r"), lambda: os.killpg(self.process.pid, signal.SIGINT)):
+            if self.process.poll() is None:
+                stop()
+                try:
+                    self.process.wait(60)
+                except subprocess.TimeoutExpired:
+                    pass
         if self.process.poll() is None:
-            os.killpg(self.process.pid, 9)
+            os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(30)
         os.close(self.master)
 
