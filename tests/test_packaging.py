@@ -49,7 +49,9 @@ def requirements_of(distribution: str, extras: set) -> list:
 
 
 def override_lines() -> list:
-    return [line.strip() for line in OVERRIDES_FILE.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    return [
+        line.strip() for line in OVERRIDES_FILE.read_text().splitlines() if line.strip() and not line.startswith("#")
+    ]
 
 
 def test_the_overrides_file_is_the_projects_uv_overrides():
@@ -58,8 +60,12 @@ def test_the_overrides_file_is_the_projects_uv_overrides():
 
 def test_the_overrides_are_exactly_the_pins_where_hermes_agent_and_norfab_disagree():
     # every NorFab extra a worker or the lab installs next to Hermes; NorFab's pin wins
-    extras = {""} | {extra for line in PYPROJECT["project"]["dependencies"] + PYPROJECT["project"]["optional-dependencies"]["lab"]
-                     for extra in Requirement(line).extras if Requirement(line).name == "norfab"}
+    extras = {""} | {
+        extra
+        for line in PYPROJECT["project"]["dependencies"] + PYPROJECT["project"]["optional-dependencies"]["lab"]
+        for extra in Requirement(line).extras
+        if Requirement(line).name == "norfab"
+    }
     norfab = pins(requirements_of("norfab", extras))
     hermes = pins(requirements_of("hermes-agent", {""}))
     conflicts = {name: norfab[name] for name in hermes.keys() & norfab.keys() if hermes[name] != norfab[name]}
@@ -81,8 +87,11 @@ def test_the_worker_and_lab_extras_pin_the_stack():
     extras = PYPROJECT["project"]["optional-dependencies"]
     assert "hermes-agent==0.19.0" in extras["worker"]
     assert "norfab-hermes[worker]" in extras["lab"]
-    norfab_pins = {str(Requirement(line).specifier) for line in PYPROJECT["project"]["dependencies"] + extras["lab"]
-                   if Requirement(line).name == "norfab"}
+    norfab_pins = {
+        str(Requirement(line).specifier)
+        for line in PYPROJECT["project"]["dependencies"] + extras["lab"]
+        if Requirement(line).name == "norfab"
+    }
     assert norfab_pins == {"==0.25.0"}
 
 
