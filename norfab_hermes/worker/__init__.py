@@ -6,14 +6,14 @@ install (without the ``worker`` extra) fails with the fix, not a missing module.
 """
 
 import importlib.metadata
-from typing import Any
+from typing import Any, List
 
 # what `norfab-hermes[worker]` adds to the client side
 WORKER_DISTRIBUTIONS = ("hermes-agent", "jsonschema")
 WORKER_INSTALL = 'uv pip install --override worker-overrides.txt "norfab-hermes[worker]"'
 
 
-def missing_worker_distributions() -> list:
+def missing_worker_distributions() -> List[str]:
     missing = []
     for name in WORKER_DISTRIBUTIONS:
         try:
