@@ -29,7 +29,10 @@ Step ``n`` runs after ``n`` tool rounds of the current turn. A step is either
 - ``ok(tool, n=-1)`` / ``error(tool, n=-1)``: a NorFab tool result's ``ok``
   flag and ``error`` text;
 - ``answer(tool, n=-1)``: what the agent asked through a delegate answered;
-- ``called(tool)``: whether ``tool`` ran in this turn.
+- ``called(tool)``: whether ``tool`` ran in this turn;
+- ``search(text, regex)``: the first match of ``regex`` in ``text`` (its
+  first group if it has one), "" if none; ``find(tool, regex)``: the same
+  over every result of ``tool``.
 
 A template that fails (e.g. no line matched where one was indexed) makes the
 model answer with the error, so a broken scenario is visible, not silent.
@@ -136,6 +139,14 @@ class Scenario:
             regex = re.compile(pattern)
             return [line.strip() for string in _strings(text) for line in string.splitlines() if regex.search(line)]
 
+        def search(text: Any, pattern: str) -> str:
+            regex = re.compile(pattern, re.M)
+            for string in _strings(text):
+                match = regex.search(string)
+                if match:
+                    return match.group(1 if regex.groups else 0)
+            return ""
+
         def field(tool: str, n: int, name: str) -> Any:
             try:
                 return json.loads(result(tool, n)).get(name)
@@ -151,4 +162,6 @@ class Scenario:
             "error": lambda tool, n=-1: field(tool, n, "error") or "",
             "answer": lambda tool, n=-1: field(tool, n, "response") or "",
             "called": lambda tool: bool(of(tool)),
+            "search": search,
+            "find": lambda tool, pattern: next((found for text in of(tool) if (found := search(text, pattern))), ""),
         }
