@@ -44,10 +44,13 @@ call what an agent was not granted.
 
 import json
 import re
+import warnings
 from typing import Any, Dict, Iterator, List, Optional
 
 import jinja2
 import yaml
+
+from ..guards import strings_in
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
@@ -85,6 +88,24 @@ class Scenario:
             if "match" not in rule or not rule.get("steps"):
                 raise ValueError(f"scenario rule {index} needs 'match' and 'steps'")
             self.rules.append({"match": re.compile(rule["match"], re.S), "steps": rule["steps"]})
+        self._templates: Dict[str, jinja2.Template] = {}
+        for _, text in strings_in([rule["steps"] for rule in rules]):
+            try:
+                self._template(text)
+            except jinja2.TemplateError:
+                pass  # reported by the step that uses it, as its reply
+
+    def _template(self, source: str) -> jinja2.Template:
+        """The compiled template; compiled once, while the scenario loads.
+
+        Jinja decodes string literals with Python's unicode-escape, which warns
+        about the regex escapes playbooks are full of (``'\\s+'``) and keeps them.
+        """
+        if source not in self._templates:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._templates[source] = _ENV.from_string(source)
+        return self._templates[source]
 
     @classmethod
     def from_file(cls, path: str) -> "Scenario":
@@ -106,7 +127,7 @@ class Scenario:
                 continue
             try:
                 if "say" in step:
-                    return {"content": _ENV.from_string(step["say"]).render(**context).strip()}
+                    return {"content": self._template(step["say"]).render(**context).strip()}
                 return {
                     "tool_calls": [
                         {"name": call["call"], "arguments": json.dumps(self._render(call.get("args", {}), context))}
@@ -119,7 +140,7 @@ class Scenario:
 
     def _render(self, value: Any, context: dict) -> Any:
         if isinstance(value, str):
-            return _ENV.from_string(value).render(**context)
+            return self._template(value).render(**context)
         if isinstance(value, dict):
             return {k: self._render(v, context) for k, v in value.items()}
         if isinstance(value, list):
