@@ -109,9 +109,16 @@ class Scenario:
 
     @classmethod
     def from_file(cls, path: str) -> "Scenario":
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
-        return cls(data.get("rules"))
+        return cls.from_files([path])
+
+    @classmethod
+    def from_files(cls, paths: List[str]) -> "Scenario":
+        """One scenario of the rules of several files, in order."""
+        rules: List[dict] = []
+        for path in paths:
+            with open(path, encoding="utf-8") as f:
+                rules += (yaml.safe_load(f) or {}).get("rules") or []
+        return cls(rules)
 
     def next_step(self, user_text: str, results: List[dict], tools: set) -> Optional[Dict[str, Any]]:
         """The reply for this point of the turn, or None when no rule applies."""
