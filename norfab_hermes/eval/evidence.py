@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from .models import Evidence, ToolResult
 
 FENCE = re.compile(r"^\s*(```|~~~)")
+PROMPT = re.compile(r"^\s*[\w.-]+[#>]\s*")  # a device prompt before a command: "dist1# "
 
 
 class Source(BaseModel):
@@ -115,8 +116,14 @@ def locate(quote: str, found: List[Source]) -> Quote:
 
 
 def quotes(answer: str, results: List[ToolResult]) -> List[Quote]:
+    """The answer's quotes, each located in the run's tool results.
+
+    A quoted line that is only a command the run ran (``show logging``,
+    ``dist1# show logging``) heads the output below it; it claims nothing.
+    """
     found = [source for result in results for source in sources(result)]
-    return [locate(line, found) for line in quoted_lines(answer)]
+    commands = {normal(s.command) for s in found if s.device and s.command}
+    return [locate(line, found) for line in quoted_lines(answer) if normal(PROMPT.sub("", line)) not in commands]
 
 
 def covers(item: Evidence, quote: Quote, results_sources: List[Source]) -> bool:

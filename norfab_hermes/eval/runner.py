@@ -176,7 +176,7 @@ def evaluate(
                 try:
                     data = runner.run(job, repeat)
                 except Exception as error:  # one broken run must not lose the others' results
-                    data.error = f"the run could not be collected: {error!r}"
+                    data.error = f"the run could not be made or read back: {error!r}"
             result = score(job, data, prices)
             write_run(folder, job, data, result)
             scores.append(result)

@@ -4,7 +4,9 @@ import json
 
 from norfab_hermes.testing.scenario import Scenario
 
-RECORD = json.dumps({"ok": True, "workers": {"records-worker-1": {"result": "vrf          CUST-A\nattachment   dist1 Gi0/4.210"}}})
+RECORD = json.dumps(
+    {"ok": True, "workers": {"records-worker-1": {"result": "vrf          CUST-A\nattachment   dist1 Gi0/4.210"}}}
+)
 
 
 def reply(say: str, results: list) -> str:
@@ -15,7 +17,9 @@ def reply(say: str, results: list) -> str:
 def test_find_reads_a_value_out_of_a_tool_result():
     results = [{"name": "customer_record", "content": RECORD, "round": 1}]
     assert reply("{{ find('customer_record', 'attachment\\s+(\\S+)') }}", results) == "dist1"
-    assert reply("{{ find('customer_record', '^vrf\\s+\\S+') }}", results) == "vrf          CUST-A"  # no group: the match
+    assert (
+        reply("{{ find('customer_record', '^vrf\\s+\\S+') }}", results) == "vrf          CUST-A"
+    )  # no group: the match
     assert reply("[{{ find('customer_record', 'absent (\\S+)') }}]", results) == "[]"
 
 
