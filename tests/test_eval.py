@@ -85,4 +85,6 @@ def test_a_wrong_model_scores_as_fabricated_wrong_and_unsafe(lab, tmp_path):
         c for c in recorded(tmp_path, "03-core-maintenance")["run"]["tool_calls"] if c["tool"] == "bounce_interface"
     ]
     assert bounce["status"] == "refused" and bounce["job_uuid"] is None
-    assert recorded(tmp_path, "03-core-maintenance")["run"]["approvals"][0]["approved"] is False
+    # the operator read the worker's approval question back to the tool and its arguments, and said no
+    (asked,) = recorded(tmp_path, "03-core-maintenance")["run"]["approvals"]
+    assert (asked["tool"], asked["arguments"], asked["approved"]) == ("bounce_interface", bounce["arguments"], False)
