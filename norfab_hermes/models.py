@@ -29,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from . import guards
+from . import guards, host_access
 from .errors import InventoryError
 
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -152,6 +152,27 @@ class ToolDefinition(StrictModel):
     allow_multiline: StrictBool = Field(
         False, description="Let the model send multi-line values, e.g. configuration text; off: a line break adds a command"
     )
+    allow_commands: Union[None, List[StrictStr]] = Field(
+        None,
+        description="Regular expressions a command the model sends must match in whole (case-insensitive), for "
+        "arguments that reach the device as commands (commands, config, ...); default: read-only "
+        "show/display/ping/traceroute forms",
+    )
+
+    @field_validator("allow_commands")
+    @classmethod
+    def _patterns(cls, value: Union[None, List[str]]) -> Union[None, List[str]]:
+        if value is not None:
+            if not value:
+                raise ValueError("allow_commands must list at least one pattern; omit it for the read-only default")
+            guards.compile_commands(value)
+        return value
+
+    @field_validator("norfab")
+    @classmethod
+    def _no_secret_kwargs(cls, value: NorfabToolTarget) -> NorfabToolTarget:
+        host_access.refuse_secrets(value.kwargs, "norfab.kwargs")
+        return value
 
     @field_validator("input_schema")
     @classmethod
@@ -233,17 +254,17 @@ class AgentDefinition(StrictModel):
         for key, fix in OWNED_HERMES_KEYS.items():
             if key in value:
                 raise ValueError(f"'hermes.{key}' is managed by norfab-hermes: {fix}")
-        model = value.get("model", {})
-        if not isinstance(model, dict):
+        host_access.refuse_host_settings(value)
+        if not isinstance(value.get("model", {}), dict):
             raise ValueError("'hermes.model' must be a mapping, e.g. {provider: custom, base_url: ..., default: ...}")
-        no_api_key(model, "hermes.model")
+        host_access.refuse_secrets(value, "hermes")
         return value
 
     @field_validator("tools", "delegates")
     @classmethod
     def _tool_names(cls, value: Dict[str, Any]) -> Dict[str, Any]:
         for name in value:
-            if not TOOL_NAME_RE.match(name):
+            if not TOOL_NAME_RE.fullmatch(name):
                 raise ValueError(f"tool name '{name}' must be 1-64 letters, digits, '_' or '-'")
         return value
 
@@ -297,6 +318,11 @@ class HermesInventory(StrictModel):
     max_repeated_calls: PositiveInt = Field(
         3, description="The same tool call with the same arguments this many times in one run stops the run"
     )
+    host_tools: Dict[StrictStr, List[StrictStr]] = Field(
+        {},
+        description="Hermes tools or toolsets that reach the worker host (terminal, file, browser, web, code "
+        "execution, ...), granted by agent name; no agent definition can grant them",
+    )
     hermes_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING",
         description="Level of Hermes' own log files (agent.log, gateway.log); INFO records every turn's steps "
@@ -313,9 +339,10 @@ class HermesInventory(StrictModel):
     @field_validator("model")
     @classmethod
     def _model(cls, value: Dict[str, Any]) -> Dict[str, Any]:
-        return no_api_key(value, "model")
+        host_access.refuse_secrets(value, "model")
+        return value
 
-    @field_validator("agents")
+    @field_validator("agents", "host_tools")
     @classmethod
     def _agent_names(cls, value: Dict[str, Any]) -> Dict[str, Any]:
         for name in value:
@@ -323,18 +350,8 @@ class HermesInventory(StrictModel):
         return value
 
 
-def no_api_key(model: Dict[str, Any], where: str) -> Dict[str, Any]:
-    """Refuse a literal API key in a model section: keys come from the worker's environment."""
-    if "api_key" in model:
-        raise ValueError(
-            f"'{where}.api_key' would write a secret into inventory: "
-            f"set '{where}.api_key_env: ENV_NAME' and export ENV_NAME on the worker host"
-        )
-    return model
-
-
 def check_agent_name(name: str) -> str:
-    if not PROFILE_NAME_RE.match(name) or name in RESERVED_PROFILE_NAMES:
+    if not PROFILE_NAME_RE.fullmatch(name) or name in RESERVED_PROFILE_NAMES:
         raise ValueError(
             f"agent name '{name}' is not a valid profile name: use 1-64 lowercase letters, "
             f"digits, '_' or '-', starting with a letter or digit, not one of {sorted(RESERVED_PROFILE_NAMES)}"
@@ -495,6 +512,9 @@ class AgentSummary(StrictModel):
         None, description="inventory, runtime (created with manage_agent) or native (a profile made with Hermes)"
     )
     state: Union[None, StrictStr] = Field(None, description="running, stopped or invalid")
+    host_tools: List[StrictStr] = Field(
+        [], description="Tools reaching the worker host (shell, files, web, ...) the worker's inventory grants the agent"
+    )
 
 
 class AgentDetails(AgentSummary):

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .models import AgentSummary, WorkerStatus
+from .norfab_compat import client_jobs
 
 SERVICE = "hermes"
 GLOB_CHARS = "*?["
@@ -247,7 +248,7 @@ class Router:
         """
         if not session_id:
             return ""
-        for job in self.client.job_db.fetch_jobs(service=SERVICE, task="invoke", last=SESSION_HISTORY) or []:
+        for job in client_jobs(self.client, SERVICE, "invoke", SESSION_HISTORY):
             for worker, res in (job.get("result_data") or {}).items():
                 result = (res or {}).get("result") if isinstance(res, dict) else None
                 if isinstance(result, dict) and result.get("session_id") == session_id and result.get("agent") == agent:

@@ -209,3 +209,55 @@ def test_a_finishing_agent_wakes_its_stream_consumer(tmp_path):
         """,
     )
     assert out == "['the answer']"
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        # context files: the agent's constructor takes the switches the patch sets, the prompt honours them
+        "import inspect, agent.agent_init as a, agent.system_prompt as p; params = inspect.signature(a.init_agent).parameters; "
+        "src = inspect.getsource(p); out.append('skip_context_files' in params and 'load_soul_identity' in params "
+        "and 'if not agent.skip_context_files:' in src and 'agent.load_soul_identity or not agent.skip_context_files' in src)",
+        "import inspect, run_agent; out.append('from agent.agent_init import init_agent' in inspect.getsource(run_agent.AIAgent.__init__))",
+        # every model request leaves through httpx, from threads chat_completion_helpers starts with threading.Thread
+        "import inspect, agent.chat_completion_helpers as h; out.append(inspect.getsource(h).count('threading.Thread(') >= 2)",
+        # the gateway's session key is a ContextVar read through get_session_env
+        "from gateway.session_context import get_session_env; out.append(callable(get_session_env))",
+        # the per-call tool guard: a plugin's pre_tool_call block directive
+        "import inspect, hermes_cli.plugins as p; out.append('\"block\"' in inspect.getsource(p._get_pre_tool_call_directive_details))",
+        # Hermes' clone copies memories: the store removes them
+        "import hermes_cli.profiles as p; out.append('memories/MEMORY.md' in p._CLONE_SUBDIR_FILES)",
+        # session titles are an auxiliary task Hermes reads from config
+        "import inspect, agent.title_generator as t; out.append('title_generation' in inspect.getsource(t._auto_title_enabled))",
+    ],
+)
+def test_hermes_internals_used_by_the_hardening(tmp_path, check):
+    assert in_fresh_hermes(tmp_path, f"{check}\n") == "True"
+
+
+def test_a_model_request_is_metered_in_its_turns_context_and_refused_outside(tmp_path):
+    out = in_fresh_hermes(
+        tmp_path,
+        """
+        import threading, httpx
+        import agent.chat_completion_helpers as h
+        from gateway.session_context import set_session_vars
+        seen = []
+        compat.meter_model_requests(lambda key: seen.append(key) or (None if key else "no run"))
+        set_session_vars(session_key="agent:norfab:dm:chat-1")
+
+        def post():
+            try:
+                httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(200))).post("http://model/v1/chat/completions")
+                seen.append("sent")
+            except compat.ModelRequestRefused as error:
+                seen.append(f"refused: {error}")
+
+        thread = h.threading.Thread(target=post)  # as Hermes sends a request: its own thread
+        thread.start(); thread.join()
+        plain = threading.Thread(target=post)  # a thread without the turn's context
+        plain.start(); plain.join()
+        out.extend(seen)
+        """,
+    )
+    assert out.splitlines() == ["agent:norfab:dm:chat-1", "sent", "", "refused: no run"]

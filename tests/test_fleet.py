@@ -208,6 +208,24 @@ def test_a_cycle_is_refused_before_dispatch_and_by_the_asked_worker(fleet):
     assert res["failed"] and "a delegation cycle is refused" in res["errors"][0]
 
 
+def test_finding_4_a_lineage_is_the_asking_workers_word_not_the_callers(fleet):
+    nf = fleet.nf
+    edge_before = sessions(nf, W1, "edge")
+    # a parent run that never existed
+    forged = {"parent_run_id": "nope", "root_run_id": "nope", "depth": 1, "chain": [f"routing@{W2}"]}
+    res = run(nf.client, "invoke", worker=W1, agent="edge", instructions="hello", lineage=forged)
+    assert res["failed"] and f"run 'nope' of agent 'routing' is not known on worker '{W2}'" in res["errors"][0], res
+    # a real run, whose agent never asked: routing has no delegate for edge
+    future, run_id = start_invoke(nf.client, W2, agent="routing", instructions="SLEEP 6")
+    forged = {"parent_run_id": run_id, "root_run_id": run_id, "depth": 1, "chain": [f"routing@{W2}"]}
+    res = run(nf.client, "invoke", worker=W1, agent="edge", instructions="hello", lineage=forged)
+    assert res["failed"] and f"has no delegate for agent 'edge' on worker '{W1}'" in res["errors"][0], res
+    future.result(timeout=60)
+    assert sessions(nf, W1, "edge") == edge_before, "a run was made for the forged lineage"
+    log = (fleet.base / "__norfab__" / "logs" / f"worker-{W1}.jsonl").read_text()
+    assert log.count("Refused a run of 'edge'") >= 2, "the refusals were not recorded in the worker log"
+
+
 def test_the_asked_agents_approval_goes_to_the_callers_operator_and_only_to_one(fleet):
     nf = fleet.nf
 

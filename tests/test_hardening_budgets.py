@@ -5,7 +5,9 @@ abandoned on a hung provider leave no threads or sockets behind. Each budget
 is checked on the nornir worker: the jobs it received.
 """
 
+import os
 import time
+import uuid
 
 import pytest
 from conftest import hermes_worker, network, network_jobs, norfab, run
@@ -28,6 +30,8 @@ def agent(**settings):
 
 AGENTS = {
     "turns": agent(hermes={"agent": {"max_turns": 5}}),
+    # Hermes' own subagents work inside the run: their model calls count against its max_turns
+    "lead": agent(toolsets=["norfab", "delegation"], hermes={"agent": {"max_turns": 4}}),
     "frugal": agent(max_tool_calls=3),
     "local": agent(max_targets=1),
 }
@@ -42,6 +46,7 @@ RULES = [
     {"match": "ALTERNATE", "steps": calls(*[("clock", "r1"), ("uptime", "r1"), ("clock", "r2"), ("uptime", "r2")] * 3)},
     {"match": "LOOP", "steps": calls(*[("clock", "r1")] * 8)},
     {"match": "SPREAD", "steps": calls(("clock", "r1"), ("clock", "r2"), ("clock", "r3"), ("uptime", "r1"))},
+    {"match": "SPLIT", "steps": [{"call": "delegate_task", "args": {"goal": "ALTERNATE for the lead"}}, {"say": "done"}]},
 ]
 
 
@@ -128,3 +133,56 @@ def test_runs_abandoned_on_a_hung_provider_leave_nothing_behind(lab, model):
         time.sleep(1)
     threads, files = usage()
     assert threads <= baseline[0] + 1 and files <= baseline[1] + 2, (baseline, (threads, files))
+
+
+def provider_requests(model, since):
+    """Every chat completion the provider received since ``since`` (session titles included)."""
+    return [r for r in model.model.requests if r["time"] >= since and r["path"].endswith("/chat/completions")]
+
+
+def test_finding_5_every_request_the_worker_pays_for_counts(lab, model):
+    nf, _ = lab
+    started = time.time()
+    result = invoke(nf, "turns", f"ALTERNATE {uuid.uuid4().hex[:6]}")
+    assert len(provider_requests(model, started)) <= 5, "the provider got more requests than max_turns 5"
+    assert result["usage"]["api_calls"] == len(provider_requests(model, started))
+    assert result["stop_reason"] == "max_turns"
+
+
+def test_finding_5_subagents_spend_the_runs_model_calls(lab, model):
+    nf, base = lab
+    started, jobs_before = time.time(), len(cli_jobs(base))
+    result = invoke(nf, "lead", f"SPLIT {uuid.uuid4().hex[:6]}")
+    assert len(provider_requests(model, started)) <= 4, "a subagent's requests went past the run's max_turns 4"
+    assert len(cli_jobs(base)) > jobs_before, "the subagent made no tool call: nothing was tried"
+    assert result["stop_reason"] == "max_turns"
+
+
+@pytest.mark.parametrize("runs", [4, 8])
+def test_finding_6_hung_runs_at_once_free_their_threads_and_sockets(lab, model, runs):
+    nf, _ = lab
+    pid = run(nf.client, "get_status")["result"]["pid"]
+
+    def usage():
+        """Threads and sockets of the worker process (NorFab's own job store files come and go)."""
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        return len(os.listdir(f"/proc/{pid}/task")), sum(link.startswith("socket:") for link in links)
+
+    def hang_at_once():
+        model.model.hang_next(runs)
+        futures = [
+            nf.client.submit_job("hermes", "invoke", kwargs={"agent": "turns", "instructions": f"hung {i}", "timeout": 3}, workers=WORKER, timeout=60)
+            for i in range(runs)
+        ]
+        assert all(f.result(timeout=60)[WORKER]["result"]["stop_reason"] == "run_timeout" for f in futures)
+
+    hang_at_once()  # NorFab's job pool and the gateway's turn pool grow to this many threads and keep them
+    time.sleep(3)
+    baseline = usage()
+    hang_at_once()
+    deadline = time.time() + 20
+    while usage() != baseline and time.time() < deadline:
+        time.sleep(1)
+    threads, sockets = usage()
+    # the provider still holds every request open: only the worker can let go
+    assert threads <= baseline[0] and sockets <= baseline[1], (baseline, (threads, sockets))

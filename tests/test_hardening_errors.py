@@ -59,6 +59,10 @@ def test_bad_input_gets_one_line_naming_the_field(nf, task, kwargs, expected):
     clean_failure(run(nf.client, task, **kwargs), *expected)
 
 
+def test_finding_10_an_unknown_task_is_named_in_one_line(nf):
+    clean_failure(run(nf.client, "invok", agent="alpha"), "task 'invok' is not a task of service 'hermes'", "invoke")
+
+
 @pytest.mark.parametrize(
     "task, kwargs",
     [

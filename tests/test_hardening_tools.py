@@ -176,3 +176,80 @@ def test_a_result_older_than_the_run_is_marked_stale():
     text, status, error = ToolRunner(None, 10000, 1).render(spec, "uuid-2", old, {"FB": "r1"}, since=run_started)
     assert status == "failed" and "result is stale" in error
     assert "before this run started" in json.loads(text)["workers"]["nornir-worker-1"]["stale"]
+
+
+# Finding 7: commands the model chooses. Both shapes, created at runtime as any NorFab client can.
+COMMAND_AGENT = {
+    "instructions": "You run commands.",
+    "toolsets": ["norfab"],
+    "tools": {
+        "run_cli": {"norfab": CLI},  # derived from nornir cli's own schema: the model writes 'commands'
+        "run_command": {
+            "input_schema": {
+                "type": "object",
+                "properties": {"FB": {"type": "string"}, "commands": {"type": "array", "items": {"type": "string"}}},
+                "required": ["FB", "commands"],
+            },
+            "norfab": CLI,
+        },
+        # a tool that says which commands it allows, approval-gated since they change state
+        "reset_counters": {
+            "input_schema": {"type": "object", "properties": {"FB": {"type": "string"}, "commands": {"type": "string"}}},
+            "allow_commands": [r"clear counters \S+"],
+            "norfab": CLI,
+        },
+        # a fixed command template the model fills through job_data
+        "interface": {
+            "input_schema": {"type": "object", "properties": {"FB": {"type": "string"}, "name": {"type": "string"}}},
+            "norfab": {**CLI, "kwargs": {"commands": ["show interfaces {{ job_data.name }}"]}, "job_data": ["name"]},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("command", ["reload", "clear ip bgp *", "clear counters", "show run | redirect flash:x", "show clock ; reload"])
+def test_finding_7_commands_a_model_chooses_are_read_only_unless_declared(lab, model, command):
+    nf, base = lab
+    name = f"cmd-{uuid.uuid4().hex[:6]}"
+    res = run(nf.client, "manage_agent", action="create", agent=name, definition=COMMAND_AGENT)
+    assert not res["failed"], res["errors"]
+    before = len(network_jobs(base))
+    for tool, commands in (("run_cli", [command]), ("run_command", [command])):
+        tag = uuid.uuid4().hex[:8]
+        result = run(nf.client, "invoke", job_timeout=90, agent=name, instructions=f"{tag} CALL {tool} {json.dumps({'FB': 'r1', 'commands': commands})}")
+        call = result["result"]["tool_calls"][0]
+        assert call["status"] == "refused" and "is not allowed by this tool" in call["error"], call
+    assert network_jobs(base)[before:] == [], "the command reached the nornir worker"
+    run(nf.client, "manage_agent", action="delete", agent=name)
+
+
+def test_finding_7_read_only_and_declared_commands_go_through(lab):
+    nf, base = lab
+    name = f"cmd-{uuid.uuid4().hex[:6]}"
+    assert not run(nf.client, "manage_agent", action="create", agent=name, definition=COMMAND_AGENT)["failed"]
+    described = run(nf.client, "get_agent", agent=name)["result"]["tools"]["run_cli"]["parameters"]
+    assert "commands" in described["properties"]
+    before = len(network_jobs(base))
+    for tool, arguments in (
+        ("run_cli", {"FB": "r1", "commands": ["show clock", "sh ip int brief | include up"]}),
+        ("reset_counters", {"FB": "r1", "commands": "clear counters Gi0/1"}),
+        ("interface", {"FB": "r1", "name": "Gi0/1"}),
+    ):
+        result = run(nf.client, "invoke", job_timeout=90, agent=name, instructions=f"CALL {tool} {json.dumps(arguments)}")["result"]
+        assert result["tool_calls"][0]["job_uuid"], result["tool_calls"]
+    sent = [k for _, k in network_jobs(base)[before:]]
+    assert [k.get("commands") for k in sent[:2]] == [["show clock", "sh ip int brief | include up"], "clear counters Gi0/1"]
+    # a value spliced into a command template cannot chain, filter or redirect it
+    result = run(nf.client, "invoke", job_timeout=90, agent=name, instructions=f"CALL interface {json.dumps({'FB': 'r1', 'name': 'Gi0/1 | redirect flash:x'})}")
+    assert result["result"]["tool_calls"][0]["status"] == "refused"
+    assert not [k for _, k in network_jobs(base)[before:] if "redirect" in json.dumps(k)]
+    run(nf.client, "manage_agent", action="delete", agent=name)
+
+
+@pytest.mark.parametrize("task", ["bearer_token_store", "bearer_token_list", "bearer_token_delete"])
+def test_finding_9_no_agent_can_use_the_rest_apis_token_tasks(lab, task):
+    nf, _ = lab
+    for service in ("fastapi", "fastmcp", "api"):
+        definition = {"instructions": "x", "toolsets": ["norfab"], "tools": {"t": {"norfab": {"service": service, "task": task}}}}
+        res = run(nf.client, "manage_agent", action="create", agent=f"tok-{uuid.uuid4().hex[:6]}", definition=definition)
+        assert res["failed"] and "cannot be a tool" in res["errors"][0], res["errors"]

@@ -19,14 +19,15 @@ handed to Hermes through its secret scope, never written.
 
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import yaml
 
+from .. import host_access
 from ..errors import AgentUnavailable, InventoryError
 from ..models import AgentDefinition, HermesInventory, check_agent_name, parse_agent
 from . import profiles
-from .hermes import profile_store
+from .hermes import profile_store, tool_catalog
 from .hermes.plugin import NORFAB_TOOLSET
 
 MIN_SECRET_CHARS = 6  # shorter values would mask ordinary words
@@ -108,15 +109,50 @@ class AgentCatalog:
                     "they are not offered"
                 )
 
+    def prepare(self, name: str, definition: AgentDefinition) -> Tuple[Dict[str, Any], Dict[str, str]]:
+        """The profile config and provider secrets of a definition; ValueError says why it cannot be served."""
+        unknown = tool_catalog.unknown_toolsets([t for t in definition.toolsets if t != NORFAB_TOOLSET])
+        if unknown:
+            raise ValueError(
+                f"toolsets {', '.join(repr(t) for t in unknown)} are not Hermes toolsets "
+                f"(known: {NORFAB_TOOLSET}, {', '.join(tool_catalog.toolset_names())})"
+            )
+        self.check_host_tools(name, [t for t in definition.toolsets if t != NORFAB_TOOLSET])
+        return profiles.profile_config(
+            name, definition, self.inventory.model, self.max_turns(definition), os.environ, profile_store.provider_key_vars
+        )
+
+    def check_host_tools(self, name: str, toolsets: List[str]) -> None:
+        """ValueError when the toolsets offer tools that reach the worker host and the inventory does not grant them."""
+        denied = [t for t in host_access.host_tools(tool_catalog.offered_tools(toolsets)) if t not in self.granted_tools(name)]
+        if denied:
+            raise ValueError(
+                f"toolsets {', '.join(toolsets)} give the model tools that reach the worker host "
+                f"({', '.join(denied)}); only the hermes worker's inventory can grant them to this agent "
+                f"(host_tools: {{{name}: [{', '.join(toolsets)}]}}), never an agent definition"
+            )
+
+    def granted_tools(self, name: str) -> List[str]:
+        """Host tools the worker's inventory grants to agent ``name`` (toolsets expanded)."""
+        grants = self.inventory.host_tools.get(name) or []
+        toolsets = [g for g in grants if not tool_catalog.unknown_toolsets([g])]
+        return sorted(set(grants) - set(toolsets) | set(tool_catalog.offered_tools(toolsets) if toolsets else []))
+
+    def host_tools(self, name: str) -> List[str]:
+        """The tools reaching the worker host that agent ``name`` is offered (all granted by inventory)."""
+        if not self.inventory.host_tools.get(name) or name not in self.agents:
+            return []
+        toolsets = profiles.native_toolsets(self.home(name)) if self.owners.get(name) == NATIVE else self.agents[name].toolsets
+        offered = tool_catalog.offered_tools([t for t in toolsets if t != NORFAB_TOOLSET])
+        return host_access.host_tools(offered)
+
     def render(self, name: str, definition: AgentDefinition, owner: str, stopped: bool = False) -> None:
-        """Write the profile of an agent the worker defines; an unusable model makes it invalid."""
+        """Write the profile of an agent the worker defines; an unusable definition makes it invalid."""
         home = profile_store.ensure_profile(name)
         self.owners[name] = owner
         self.errors.pop(name, None)
         try:
-            config, secrets = profiles.profile_config(
-                name, definition, self.inventory.model, self.max_turns(definition), os.environ, profile_store.provider_key_vars
-            )
+            config, secrets = self.prepare(name, definition)
         except ValueError as error:
             self.errors[name] = f"agent '{name}': {error}"
             self.agents.pop(name, None)
@@ -130,12 +166,21 @@ class AgentCatalog:
         self._set_stopped(name, stopped)
 
     def serve_native(self, name: str) -> None:
-        """A profile made with Hermes itself: served with its own model, instructions and toolsets."""
+        """A profile made with Hermes itself: served with its own model, instructions and toolsets,
+        unless they reach the worker host without the inventory's grant."""
+        self.owners[name] = NATIVE
+        try:
+            self.check_host_tools(name, profiles.native_toolsets(self.home(name)))
+        except ValueError as error:
+            self.errors[name] = f"agent '{name}': {error}"
+            self.agents.pop(name, None)
+            profiles.disable_profile(self.home(name))
+            return
+        self.errors.pop(name, None)
         config = profiles.serve_native(self.home(name))
         max_turns = (config.get("agent") or {}).get("max_turns")
         soul = self.home(name) / "SOUL.md"
         instructions = (soul.read_text().strip() if soul.exists() else "") or "native Hermes profile"
-        self.owners[name] = NATIVE
         self.agents[name] = AgentDefinition(
             instructions=instructions,
             description=f"native Hermes profile {name}",
@@ -156,6 +201,32 @@ class AgentCatalog:
             self.stopped.add(name)
         else:
             self.stopped.discard(name)
+
+    def snapshot(self, name: str) -> Dict[str, Any]:
+        """What restore() puts back: the agent's entries and the profile files the worker owns."""
+        home = self.home(name)
+        return {
+            "entries": {t: table.get(name) for t, table in self._tables().items()},
+            "stopped": name in self.stopped,
+            "secrets": self._secrets.get(home.resolve()),
+            "files": {f: (home / f).read_bytes() for f in profiles.OWNED_FILES if (home / f).exists()},
+        }
+
+    def restore(self, name: str, saved: Dict[str, Any]) -> None:
+        for table_name, table in self._tables().items():
+            value = saved["entries"][table_name]
+            if value is None:
+                table.pop(name, None)
+            else:
+                table[name] = value
+        self._set_stopped(name, saved["stopped"])
+        if saved["secrets"] is not None:
+            self._secrets[self.home(name).resolve()] = saved["secrets"]
+        for filename, data in saved["files"].items():
+            profiles.write_file(self.home(name) / filename, data.decode())
+
+    def _tables(self) -> Dict[str, Dict[Any, Any]]:
+        return {"agents": self.agents, "errors": self.errors, "owners": self.owners}
 
     def forget(self, name: str) -> None:
         """A deleted agent."""

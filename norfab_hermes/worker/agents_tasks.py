@@ -91,6 +91,7 @@ def agent_summary(host: HermesHost, name: str, available: bool, config: Dict[str
         worker=host.worker_name,
         owner=catalog.owners.get(name),
         state=catalog.state(name),
+        host_tools=catalog.host_tools(name),
     )
 
 

@@ -27,8 +27,8 @@ import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..models import DelegatedRun, Lineage, ToolCallSummary
+from ..norfab_compat import forget_job
 from ..redact import scrub
-from .tool_runner import forget_job
 from .tool_specs import QUESTION_CHARS, DelegateSpec, ToolError
 
 log = logging.getLogger(__name__)
@@ -182,15 +182,40 @@ class Delegator:
         future.send_response(input_id=request.get("id"), value=answer, worker=child.worker, cancel=cancel)
 
     def _interrupt(self, child: DelegatedRun) -> None:
-        future = self.client.submit_job(
-            "hermes", "interrupt", kwargs={"agent": child.agent, "run_id": child.run_id}, workers=[child.worker], timeout=INTERRUPT_TIMEOUT
-        )
+        self._hermes(child.worker, "interrupt", agent=child.agent, run_id=child.run_id)
+
+    def _hermes(self, worker: str, task: str, **kwargs: Any) -> Optional[Dict[str, Any]]:
+        """One short hermes task on one worker: its result, or None when it failed or nobody answered."""
+        future = self.client.submit_job("hermes", task, kwargs=kwargs, workers=[worker], timeout=INTERRUPT_TIMEOUT)
         if future is None:
-            return
+            return None
         try:
-            future.result(timeout=INTERRUPT_TIMEOUT)
+            answer = (future.result(timeout=INTERRUPT_TIMEOUT) or {}).get(worker) or {}
         finally:
             forget_job(self.client, future.uuid)
+        return None if answer.get("failed") else answer.get("result")
+
+    def confirm(self, lineage: Lineage, agent: str) -> Optional[str]:
+        """Why the run a lineage names as the asker did not ask ``agent`` on this worker; None when it did.
+
+        The asker's worker is asked: its run must be in flight and its
+        agent must list this agent on this worker as a delegate.
+        """
+        parent_agent, parent_worker = lineage.chain[-1].rsplit("@", 1)
+        run = self._hermes(parent_worker, "get_run", agent=parent_agent, run_id=lineage.parent_run_id)
+        if not run:
+            return f"run '{lineage.parent_run_id}' of agent '{parent_agent}' is not known on worker '{parent_worker}'"
+        if run.get("state") == "finished":
+            return f"run '{lineage.parent_run_id}' of agent '{parent_agent}' on worker '{parent_worker}' has finished"
+        details = self._hermes(parent_worker, "get_agent", agent=parent_agent) or {}
+        asked = [
+            tool
+            for tool in (details.get("tools") or {}).values()
+            if tool.get("kind") == "delegate" and tool.get("agent") == agent and tool.get("workers") == self.worker_name
+        ]
+        if not asked:
+            return f"agent '{parent_agent}' on worker '{parent_worker}' has no delegate for agent '{agent}' on worker '{self.worker_name}'"
+        return None
 
     def _render(self, spec: DelegateSpec, reply: Any, child: DelegatedRun) -> Tuple[str, str, Optional[str]]:
         where = f"agent '{child.agent}' on {child.worker}"

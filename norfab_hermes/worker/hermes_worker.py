@@ -19,6 +19,7 @@ from norfab.core.worker import NFPWorker
 
 from ..errors import AgentUnavailable, InvalidRequest, InventoryError
 from ..models import AgentDefinition, AgentReference, parse_agent, parse_inventory
+from ..norfab_compat import answer_unknown_tasks
 from .agents_tasks import AgentTasks
 from .approvals_tasks import ApprovalTasks
 from .host import HermesHost
@@ -59,6 +60,7 @@ class HermesWorker(NFPWorker, RunTasks, ApprovalTasks, SessionTasks, AgentTasks,
     ) -> None:
         super().__init__(inventory, broker, SERVICE, worker_name, exit_event, log_level)
         hide_builtin_tasks()
+        answer_unknown_tasks(SERVICE)
         self.init_done_event = init_done_event
         self.hermes_inventory: Dict[str, Any] = {}
         self.host: Optional[HermesHost] = None

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
+from .. import host_access
 from ..errors import AgentUnavailable, InvalidRequest
 from ..models import (
     AgentDefinition,
@@ -90,6 +91,7 @@ class HermesHost:
         self.schedules = Schedules(worker_name, self.catalog, self.runtime, self.run_scheduled)
         self.lifecycle = Lifecycle(worker_name, self.catalog, self.runtime, self.runs, self.tools, definition_of or self.catalog.require)
         self.approvals = ApprovalInbox(worker_name)
+        self.delegator = Delegator(client, worker_name, self.catalog.secrets)
         self.tool_runner = ToolRunner(
             client,
             inventory.tool_result_max_chars,
@@ -97,7 +99,7 @@ class HermesHost:
             secrets=self.catalog.secrets,
             ask=self.runs.ask_operator,
             inbox=self.approvals,
-            delegator=Delegator(client, worker_name, self.catalog.secrets),
+            delegator=self.delegator,
         )
 
     @property
@@ -111,6 +113,7 @@ class HermesHost:
         self.runtime.prepare(self.catalog.max_turns_ceiling())
         compat.serve_profile_secrets(self.catalog.secrets_for)
         compat.per_profile_iterations(self.catalog.iterations)
+        compat.meter_model_requests(self.admit_model_request)
         self.catalog.sync_profiles()
         self.tools.load(self.catalog.agents)
         plugin.install_tools(self.tools.specs)
@@ -171,19 +174,24 @@ class HermesHost:
         lineage: Optional[Dict[str, Any]] = None,
     ) -> InvokeResultData:
         self._check_instructions(instructions)
-        asked_by = self._check_lineage(agent, lineage)
+        asked_by = self._check_lineage(agent, lineage, getattr(job, "client_address", None))
         run = self._accept(agent, session_id, timeout, job, interactive)
         run.lineage = asked_by
         return self._execute(run, instructions)
 
-    def _check_lineage(self, agent: str, lineage: Optional[Dict[str, Any]]) -> Optional[Lineage]:
-        """A delegated run's lineage; a question that comes back to this agent is refused (a cycle)."""
+    def _check_lineage(self, agent: str, lineage: Optional[Dict[str, Any]], client: Optional[str]) -> Optional[Lineage]:
+        """A delegated run's lineage, as the asking run's worker confirms it; a cycle is refused."""
         if lineage is None:
             return None
         asked_by = Lineage.model_validate(lineage)
         here = f"{agent}@{self.worker_name}"
         if here in asked_by.chain:
             raise InvalidRequest(f"lineage: {here} is already in the chain {' -> '.join(asked_by.chain)}; a delegation cycle is refused")
+        self.require(agent)
+        refusal = self.delegator.confirm(asked_by, agent)
+        if refusal:
+            log.warning(f"{self.worker_name} - Refused a run of '{agent}' for client {client} claiming lineage {lineage}: {refusal}")
+            raise InvalidRequest(f"lineage: {refusal}; only a delegate of the asking run's agent may pass a lineage")
         return asked_by
 
     def run_scheduled(self, agent: str, prompt: str, schedule_id: str) -> InvokeResultData:
@@ -289,6 +297,7 @@ class HermesHost:
             run.event(f"run {run.run_id} {result.stop_reason}", extras={"run_id": run.run_id, "session_id": result.session_id})
             return result
         finally:
+            compat.forget_model_requests(run.session_key)
             self.runs.finish(run, result)
 
     def decide(self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str]) -> ApprovalInfo:
@@ -336,11 +345,26 @@ class HermesHost:
     def run_for_session_key(self, session_key: str) -> Optional[Run]:
         return self.runs.for_session_key(session_key)
 
-    def on_model_request(self, run: Run, api_call_count: int) -> None:
+    def tune_agent(self, run: Run) -> None:
         agent = compat.running_agent(self.runtime.runner, run.session_key)
         if agent is not None:
             compat.tune(agent)
-        self.runs.on_model_request(run, api_call_count)
+
+    def admit_model_request(self, session_key: str) -> Optional[str]:
+        """Why a model request must not be sent (every one is counted against its run), or None."""
+        run = self.runs.for_session_key(session_key)
+        if run is None:
+            return "a model request outside any NorFab run is not made: no run's budget would count it"
+        return run.admit_model_request()
+
+    def tool_refusal(self, agent: str, tool: str) -> Optional[str]:
+        """Why agent ``agent`` may not call Hermes tool ``tool``, or None."""
+        if tool in host_access.CONTAINED_TOOLS or tool in self.catalog.granted_tools(agent):
+            return None
+        return (
+            f"tool {tool} reaches the worker host and is not granted to agent '{agent}' "
+            "(only the hermes worker's inventory grants host tools, under host_tools)"
+        )
 
     def tool_spec(self, agent: str, name: str) -> Optional[ToolSpec]:
         return self.tools.get(agent, name)

@@ -10,11 +10,12 @@ unless the caller says so; otherwise stop, restart and delete refuse and
 name the runs.
 """
 
+import contextlib
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
-from ..errors import AgentUnavailable, Busy, InvalidRequest
+from ..errors import AgentUnavailable, Busy, InvalidRequest, InventoryError
 from ..models import AgentDefinition, ManageAgentResultData, check_agent_name, parse_agent
 from . import profiles, turns
 from .agents import INVENTORY, NATIVE, RUNTIME, AgentCatalog
@@ -73,9 +74,7 @@ class Lifecycle:
             if action == "start":
                 return self.answer(action, agent, self.start(agent))
             if action == "restart":
-                stopped = self.stop(agent, interrupt)
-                self.reload(agent)
-                return self.answer(action, agent, stopped + self.start(agent))
+                return self.answer(action, agent, self.restart(agent, interrupt))
             if action == "delete":
                 return self.delete(agent, interrupt)
         raise InvalidRequest(f"action: '{action}' is not an agent action")
@@ -96,12 +95,11 @@ class Lifecycle:
         self._new_name(agent)
         if definition is None:
             raise InvalidRequest("definition: create needs an agent definition, inline or from a source (nf://...)")
-        parsed = parse_agent(agent, definition)
-        if not isinstance(parsed, AgentDefinition):
-            raise InvalidRequest(f"definition: give agent '{agent}' the definition itself, not a from_yaml_file reference")
-        self.catalog.render(agent, parsed, RUNTIME)
-        done = [f"created profile {self.catalog.home(agent)}"]
-        return self.answer("create", agent, done + self._serve(agent))
+        parsed = self._definition(agent, definition)
+        with self._undone_on_failure(agent):
+            self.catalog.render(agent, parsed, RUNTIME)
+            done = [f"created profile {self.catalog.home(agent)}"]
+            return self.answer("create", agent, done + self._serve(agent))
 
     def clone(self, agent: str, source: Optional[str], overrides: Optional[Dict[str, Any]]) -> ManageAgentResultData:
         self._new_name(agent)
@@ -109,14 +107,48 @@ class Lifecycle:
             raise InvalidRequest("clone_from: clone needs the agent to copy, e.g. clone_from: interfaces")
         if source not in self.catalog.agents:
             self.catalog.require(source)  # unknown or invalid: say so
-        profile_store.clone_profile(agent, source)  # its skills and native config; not its sessions or memory
-        done = [f"cloned profile {self.catalog.home(source)} to {self.catalog.home(agent)} (skills and configuration)"]
-        if self.catalog.owners[source] == NATIVE and not overrides:
-            self.catalog.serve_native(agent)
-        else:
+        native = self.catalog.owners[source] == NATIVE and not overrides
+        if not native:
             base = self.catalog.agents[source].model_dump(exclude_defaults=True)
-            self.catalog.render(agent, parse_agent(agent, profiles.merge(base, overrides or {})), RUNTIME)
-        return self.answer("clone", agent, done + self._serve(agent))
+            parsed = self._definition(agent, profiles.merge(base, overrides or {}))
+        with self._undone_on_failure(agent):
+            profile_store.clone_profile(agent, source)
+            done = [f"cloned profile {self.catalog.home(source)} to {self.catalog.home(agent)} (skills and configuration, no memory)"]
+            if native:
+                self.catalog.serve_native(agent)
+            else:
+                self.catalog.render(agent, parsed, RUNTIME)
+            if agent in self.catalog.errors:
+                raise InvalidRequest(f"clone_from: {self.catalog.errors[agent]}")
+            return self.answer("clone", agent, done + self._serve(agent))
+
+    def _definition(self, agent: str, definition: Dict[str, Any]) -> AgentDefinition:
+        """A runtime definition, checked all through before anything is written."""
+        try:
+            parsed = parse_agent(agent, definition)
+        except InventoryError as error:
+            raise InvalidRequest(f"definition: {error}") from None
+        if not isinstance(parsed, AgentDefinition):
+            raise InvalidRequest(f"definition: give agent '{agent}' the definition itself, not a from_yaml_file reference")
+        try:
+            self.catalog.prepare(agent, parsed)
+        except ValueError as error:
+            raise InvalidRequest(f"definition: agent '{agent}': {error}") from None
+        return parsed
+
+    @contextlib.contextmanager
+    def _undone_on_failure(self, agent: str) -> Iterator[None]:
+        """A new agent that fails on the way leaves nothing: no adapter, profile, tools or catalog entry."""
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._call(compat.stop_profile(self.runtime.runner, agent))
+            self.catalog.forget(agent)
+            self.tools.specs.pop(agent, None)
+            if self.catalog.home(agent).exists():
+                profile_store.delete_profile(agent)
+            raise
 
     def _new_name(self, agent: str) -> None:
         try:
@@ -128,9 +160,7 @@ class Lifecycle:
 
     def _serve(self, agent: str) -> List[str]:
         """Tools and adapter for a new agent."""
-        if agent in self.catalog.agents:
-            self.tools.load({agent: self.catalog.agents[agent]})
-            plugin.install_tools(self.tools.specs)
+        self._install_tools(agent)
         return self.start(agent) if agent not in self.catalog.errors else []
 
     # ------------------------------------------------------- stop / start
@@ -153,15 +183,34 @@ class Lifecycle:
         self.catalog.set_stopped(agent, False)
         return [f"attached agent '{agent}' to the gateway; it takes runs"]
 
-    def reload(self, agent: str) -> None:
-        """Read the agent's definition again (inventory, its profile, or its native config)."""
+    def restart(self, agent: str, interrupt: bool) -> List[str]:
+        """Stop, read the definition again, start; a definition that cannot be served leaves the agent as it was."""
         owner = self.catalog.owners[agent]
-        if owner == INVENTORY:
-            self.catalog.render(agent, self.definition_of(agent), INVENTORY, stopped=True)
-        elif owner == RUNTIME:
-            self.catalog.render(agent, self.catalog.agents[agent], RUNTIME, stopped=True)
-        else:
-            self.catalog.serve_native(agent)
+        definition = None
+        if owner != NATIVE:
+            definition = self.definition_of(agent) if owner == INVENTORY else self.catalog.agents[agent]
+            try:
+                self.catalog.prepare(agent, definition)
+            except ValueError as error:
+                raise InvalidRequest(f"agent '{agent}' was not restarted, it runs as before: {error}") from None
+        was_running = agent not in self.catalog.stopped
+        saved = self.catalog.snapshot(agent)
+        done = self.stop(agent, interrupt)
+        try:
+            if definition is None:
+                self.catalog.serve_native(agent)
+            else:
+                self.catalog.render(agent, definition, owner, stopped=True)
+            self._install_tools(agent)
+            return done + self.start(agent)
+        except Exception:
+            self.catalog.restore(agent, saved)
+            self._install_tools(agent)
+            if was_running:
+                self.start(agent)
+            raise
+
+    def _install_tools(self, agent: str) -> None:
         if agent in self.catalog.agents:
             self.tools.load({agent: self.catalog.agents[agent]})
             plugin.install_tools(self.tools.specs)

@@ -40,6 +40,8 @@ ENFORCED = {
     "approvals": {"destructive_slash_confirm": False},
     "onboarding": {"profile_build": "off"},
     "agent": {"environment_probe": False},
+    # a request no run's budget counts: every model call is made inside a run
+    "auxiliary": {"title_generation": {"enabled": False}},
     "display": {
         "platforms": {
             PLATFORM: {
@@ -50,6 +52,10 @@ ENFORCED = {
         }
     },
 }
+
+
+# Hermes' memory is off for an agent unless its definition turns it on (hermes.memory)
+MEMORY_OFF = {"memory_enabled": False, "user_profile_enabled": False}
 
 
 def merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
@@ -130,7 +136,7 @@ def profile_config(
     hermes = copy.deepcopy(definition.hermes)
     model = merge(model_defaults, hermes.pop("model", {}))
     model_part, secrets = provider_secrets(model, environ, key_vars)
-    config = merge({"agent": {"max_turns": max_turns}}, hermes)
+    config = merge({"agent": {"max_turns": max_turns}, "memory": MEMORY_OFF}, hermes)
     config = merge(config, model_part)
     config = merge(config, ENFORCED)
     toolsets = [agent_toolset(agent) if t == NORFAB_TOOLSET else t for t in definition.toolsets]
@@ -161,6 +167,7 @@ def write_profile(home: Path, config: Dict[str, Any], instructions: str) -> None
 
 
 MARKER = "norfab.yaml"  # owner (inventory or runtime), a runtime agent's definition, whether it is stopped
+OWNED_FILES = ("config.yaml", "SOUL.md", MARKER)  # what the worker writes in a profile it renders
 
 
 def read_marker(home: Path) -> Dict[str, Any]:
@@ -192,6 +199,13 @@ def serve_native(home: Path) -> Dict[str, Any]:
     if served != config:
         write_config(path, served)
     return served
+
+
+def native_toolsets(home: Path) -> List[str]:
+    """The toolsets a native profile lists for the NorFab platform."""
+    path = home / "config.yaml"
+    config = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+    return list(((config.get("platform_toolsets") or {}).get(PLATFORM)) or [])
 
 
 def disable_profile(home: Path) -> None:

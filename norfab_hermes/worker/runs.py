@@ -9,6 +9,7 @@ live caller sees as job events.
 """
 
 import logging
+import threading
 import time
 import uuid
 from collections import Counter
@@ -50,6 +51,7 @@ class Run:
         approval_timeout: float = 0.0,
     ) -> None:
         self.run_id = uuid.uuid4().hex[:12]
+        self._lock = threading.Lock()
         self.agent = agent
         self.chat_id = chat_id
         self.session_key = session_key
@@ -120,6 +122,21 @@ class Run:
         """Ask the run to end; the first reason given is the one it ends with."""
         if self.stop_reason is None:
             self.stop_reason, self.stop_message = reason, message
+
+    def admit_model_request(self) -> Optional[str]:
+        """Count a model request of the run (its own, a subagent's or an auxiliary one); why it must
+        not be sent once the run is stopping or its max_turns are spent."""
+        with self._lock:
+            if self.stop_reason is not None:
+                return f"the run is stopping ({self.stop_message})"
+            if self.api_calls >= self.max_turns:
+                refusal = f"model call budget of {self.max_turns} spent"
+                self.stop(StopReason.max_turns.value, refusal)
+                return refusal
+            self.api_calls += 1
+            count = self.api_calls
+        self.event(f"model request {count} started")
+        return None
 
     def remaining(self) -> float:
         return max(0.0, self.deadline - time.time())

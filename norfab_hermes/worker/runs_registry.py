@@ -211,15 +211,6 @@ class RunRegistry:
         while self._runs and time.time() < deadline:
             time.sleep(poll)
 
-    def on_model_request(self, run: Run, api_call_count: int) -> bool:
-        """Count a model request; False (and the run stopping) once its budget is spent."""
-        run.api_calls = max(run.api_calls + 1, api_call_count or 0)
-        if run.api_calls > run.max_turns:
-            run.stop(StopReason.max_turns.value, f"model call budget of {run.max_turns} spent")
-            return False
-        run.event(f"model request {run.api_calls} started")
-        return True
-
     def ask_operator(self, session_key: str, question: str, default: Any) -> Any:
         """Ask the caller of the run for ``session_key`` through NorFab's input request.
 

@@ -16,12 +16,13 @@ import functools
 import logging
 from typing import Any, Callable, Dict, List
 
-from norfab.core.worker import NORFAB_WORKER_TASKS, Task
+from norfab.core.worker import Task
 from norfab.models import Result
 from pydantic import ValidationError
 
 from ..errors import HermesError
 from ..models import describe_validation_error
+from ..norfab_compat import worker_tasks
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ HIDDEN_BUILTINS = (
 def hide_builtin_tasks() -> None:
     """Take NorFab's own tasks off this worker process's REST routes and MCP tools."""
     for name in HIDDEN_BUILTINS:
-        entry = NORFAB_WORKER_TASKS.get(name)
+        entry = worker_tasks().get(name)
         if entry is not None:
             entry["schema"]["fastapi"] = False
             entry["schema"]["mcp"] = False
@@ -85,7 +86,7 @@ class HermesTask(Task):
                     "the worker log has the details"
                 )
 
-        NORFAB_WORKER_TASKS.update(self.make_task_schema(answering))
+        worker_tasks().update(self.make_task_schema(answering))
         return answering
 
     def validate_input(self, args: List, kwargs: Dict) -> None:

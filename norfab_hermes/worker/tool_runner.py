@@ -21,6 +21,7 @@ import jsonschema
 
 from .. import guards
 from ..models import ToolCallSummary, arguments_digest
+from ..norfab_compat import forget_job
 from ..redact import redact, scrub
 from .tool_specs import DelegateSpec, ToolError, ToolSpec, is_open
 
@@ -40,24 +41,6 @@ def child_job_timeout(seconds: float) -> int:
     still stops waiting at its own, exact deadline.
     """
     return max(10, int(seconds) // 10 * 10)
-
-
-def forget_job(client: Any, uuid: str) -> None:
-    """Drop a child job from the worker's own NorFab client store once it is read.
-
-    NFPClient keeps every job's arguments, events and raw result (device
-    output, secrets included) in its SQLite store and in memory, with no
-    setting to turn that off and no delete call in NorFab 0.25; the rows
-    are deleted here (private ``job_db._transaction``), overwriting freed pages.
-    """
-    client.job_futures.pop(uuid, None)
-    try:
-        with client.job_db._transaction(write=True) as db:
-            db.execute("PRAGMA secure_delete=ON")
-            db.execute("DELETE FROM events WHERE job_uuid=?", (uuid,))
-            db.execute("DELETE FROM jobs WHERE uuid=?", (uuid,))
-    except Exception as error:  # never fail a tool call over bookkeeping
-        log.warning(f"Could not forget child job {uuid}: {error!r}")
 
 
 def ctime_seconds(text: Any) -> Optional[float]:
@@ -185,20 +168,22 @@ class ToolRunner:
             path = ".".join(str(p) for p in error.absolute_path) or "arguments"
             raise ToolError(f"invalid arguments ({path}): {error.message}; call again with arguments matching the schema") from None
         definition = spec.definition
+        spliced = {k: arguments[k] for k in target.job_data if k in arguments}
         try:
             guards.check_values(arguments, definition.allow_files, definition.allow_multiline)
+            guards.check_commands(arguments, spec.commands, spec.commands_text)
             # job_data values are spliced into command templates: a line break would add a command
-            guards.check_values({k: arguments[k] for k in target.job_data if k in arguments}, definition.allow_files)
+            guards.check_values(spliced, definition.allow_files)
+            guards.check_spliced(spliced)
         except ValueError as error:
             raise ToolError(str(error)) from None
         kwargs = {k: v for k, v in arguments.items() if k not in target.job_data}
-        moved = {k: arguments[k] for k in target.job_data if k in arguments}
         kwargs.update(target.kwargs)
-        if moved:
+        if spliced:
             fixed_data = target.kwargs.get("job_data")
             if fixed_data is not None and not isinstance(fixed_data, dict):
                 raise ToolError("the tool definition fixes job_data to a file; it cannot take arguments")
-            kwargs["job_data"] = {**moved, **(fixed_data or {})}
+            kwargs["job_data"] = {**spliced, **(fixed_data or {})}
         return kwargs
 
     def _timeout(self, spec: ToolSpec, run: Any) -> float:

@@ -44,12 +44,19 @@ class ToolSpec:
         self.target = definition.norfab
         self.description = definition.description or ""
         self.parameters: Dict[str, Any] = closed(definition.input_schema) if definition.input_schema else {}
+        # commands the model may send to a device; read-only forms unless the definition says
+        patterns = definition.allow_commands
+        self.commands = guards.compile_commands(patterns or list(guards.READ_ONLY_COMMANDS))
+        self.commands_text = f"commands matching {'; '.join(patterns)}" if patterns else guards.READ_ONLY_SUMMARY
         self.error: Optional[str] = None
 
     @property
     def schema(self) -> Dict[str, Any]:
         """The OpenAI function schema (name added by Hermes' registry)."""
         description = self.description
+        commands = guards.command_arguments((self.parameters or {}).get("properties") or {})
+        if commands:
+            description = f"{description}\n\n{', '.join(commands)}: only {self.commands_text}"
         if self.error:
             description = f"UNAVAILABLE: {self.error}. {description}"
         return {"description": description, "parameters": self.parameters or {"type": "object", "properties": {}}}

@@ -61,6 +61,7 @@ def wait(runtime: HermesRuntime, run: Run, text: str, stopping: threading.Event)
             run.event(f"run {run.run_id} stopping: {run.stop_message}", severity="WARNING")
         if time.time() - (interrupted_at or run.deadline) > GRACE:
             future.cancel()
+            compat.abort_model_requests(run.session_key)
             run.warnings.append(f"turn did not stop within {GRACE:.0f}s of '{run.stop_message}'; abandoned")
             return None
 
@@ -88,7 +89,7 @@ def envelope(runtime: HermesRuntime, run: Run, turn: Optional[Any], worker: str,
         stop_reason=run.stop_reason,
         tool_calls=run.tool_calls,
         usage=RunUsage(
-            api_calls=raw.get("api_calls") or run.api_calls,
+            api_calls=run.api_calls,  # every request the provider got for the run, as metered
             input_tokens=inputs,
             output_tokens=outputs,
             total_tokens=raw.get("total_tokens") or inputs + outputs,

@@ -39,6 +39,51 @@ def import_hermes() -> None:
     _share_tls_contexts()
     _cheaper_config_copies()
     _replies_leave_when_the_agent_finishes()
+    _no_project_context_files()
+    _model_requests_keep_their_turn()
+
+
+def _model_requests_keep_their_turn() -> None:
+    # Hermes sends each model request from a thread of its own (so that an
+    # interrupt can abandon it), started without the turn's context: the
+    # request would not know the session, nor so the run, it belongs to.
+    # Threads that module starts run in the context of whoever started them.
+    import contextvars
+    import types
+
+    import agent.chat_completion_helpers as helpers
+
+    class TurnThread(threading.Thread):
+        def __init__(self, *args: Any, target: Any = None, **kwargs: Any) -> None:
+            if target is not None:
+                target = functools.partial(contextvars.copy_context().run, target)
+            super().__init__(*args, target=target, **kwargs)
+
+    class TurnThreading(types.ModuleType):
+        Thread = TurnThread
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(threading, name)
+
+    helpers.threading = TurnThreading("threading")
+
+
+def _no_project_context_files() -> None:
+    # Hermes adds one project context file (.hermes.md, AGENTS.md, CLAUDE.md,
+    # .cursorrules) from the terminal working directory to the system prompt;
+    # in a hosted gateway that falls back to the worker's working or home
+    # directory, so whoever can write a file there would steer every agent.
+    # A hosted agent's instructions are its SOUL.md, written from its definition.
+    import agent.agent_init as agent_init
+
+    init = agent_init.init_agent
+
+    @functools.wraps(init)
+    def init_agent(agent: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.update(skip_context_files=True, load_soul_identity=True)
+        return init(agent, *args, **kwargs)
+
+    agent_init.init_agent = init_agent
 
 
 def _share_tls_contexts() -> None:
@@ -465,3 +510,95 @@ def close_unanswered_turn(runner: Any, session_id: Optional[str], note: str) -> 
         store.append_to_transcript(session_id, {"role": "tool", "tool_call_id": call.get("id"), "content": note})
     store.append_to_transcript(session_id, {"role": "assistant", "content": note})
     return True
+
+
+# paths of the requests that ask a model for an answer (the ones a provider bills)
+MODEL_ENDPOINTS = ("/chat/completions", "/completions", "/responses", "/messages", "/embeddings")
+
+
+class ModelRequestRefused(Exception):
+    """A model request the worker does not make: no run, or the run's budget is spent."""
+
+
+def current_session_key() -> str:
+    """The gateway session key of the turn this thread works for ('' outside any turn)."""
+    from gateway.session_context import get_session_env
+
+    return get_session_env("HERMES_SESSION_KEY", "")
+
+
+def meter_model_requests(admit: Any) -> None:
+    """Every model request of the worker asks ``admit(session_key)`` before it is sent.
+
+    Hermes makes model requests from its agent loop, its subagents and its
+    auxiliary tasks (titles, compression, memory), each through an httpx
+    client; ``admit`` returns why a request must not be made (no run it
+    belongs to, or its run's budget spent) or None. A refused request is
+    never sent. Requests in flight are tracked per session, so that a turn
+    given up on can have its sockets closed (:func:`abort_model_requests`).
+    """
+    import httpx
+
+    def _admit(client: Any, request: Any) -> None:
+        if request.method != "POST" or not request.url.path.rstrip("/").endswith(MODEL_ENDPOINTS):
+            return
+        key = current_session_key()
+        reason = admit(key)
+        if reason:
+            raise ModelRequestRefused(reason)
+        # a streamed reply is read after send() returns: the client stays
+        # listed until the turn is over (forget) or given up on (abort)
+        with _IN_FLIGHT_LOCK:
+            _IN_FLIGHT.setdefault(key, {})[id(client)] = client
+
+    def metered(send: Any) -> Any:
+        @functools.wraps(send)
+        def metered_send(client: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+            _admit(client, request)
+            return send(client, request, *args, **kwargs)
+
+        return metered_send
+
+    def ametered(send: Any) -> Any:
+        @functools.wraps(send)
+        async def metered_send(client: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+            _admit(client, request)
+            return await send(client, request, *args, **kwargs)
+
+        return metered_send
+
+    httpx.Client.send = metered(httpx.Client.send)
+    httpx.AsyncClient.send = ametered(httpx.AsyncClient.send)
+
+
+_IN_FLIGHT: Dict[str, Dict[int, Any]] = {}  # session key -> httpx clients that sent model requests in its turn
+_IN_FLIGHT_LOCK = threading.Lock()
+
+
+def forget_model_requests(key: str) -> None:
+    """The session's turn is over: its clients are no longer in flight."""
+    with _IN_FLIGHT_LOCK:
+        _IN_FLIGHT.pop(key, None)
+
+
+def abort_model_requests(key: str) -> int:
+    """Shut down the sockets of every model request the session's turn has open; how many.
+
+    Hermes' own interrupt does this for the agent it knows about; a turn
+    given up on before its agent existed, or a subagent's request, would
+    otherwise keep a thread waiting on a provider that never answers.
+    """
+    import socket
+    import types
+
+    import agent.agent_runtime_helpers as helpers
+
+    with _IN_FLIGHT_LOCK:
+        clients = list(_IN_FLIGHT.pop(key, {}).values())
+    closed = 0
+    for client in clients:
+        for sock in helpers._iter_pool_sockets(types.SimpleNamespace(_client=client)):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+                closed += 1
+    return closed

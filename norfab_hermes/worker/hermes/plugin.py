@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional
 
 from ...models import BLOCKED_COMMANDS, ToolCallSummary, arguments_digest
 from . import port
-from .compat import PLATFORM
+from .compat import PLATFORM, current_session_key
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +34,10 @@ def agent_toolset(agent: str) -> str:
 
 def _current() -> tuple:
     """The host and the run of the session this agent thread works for (either may be None)."""
-    from gateway.session_context import get_session_env
-
     host = port.current()
     if host is None:
         return None, None
-    return host, host.run_for_session_key(get_session_env("HERMES_SESSION_KEY", ""))
+    return host, host.run_for_session_key(current_session_key())
 
 
 def _guard_commands(event: Any = None, **_: Any) -> Optional[dict]:
@@ -49,10 +47,25 @@ def _guard_commands(event: Any = None, **_: Any) -> Optional[dict]:
     return None
 
 
-def _on_model_request(api_call_count: int = 0, **_: Any) -> None:
+def _on_model_request(**_: Any) -> None:
     host, run = _current()
     if run is not None:
-        host.on_model_request(run, api_call_count)
+        host.tune_agent(run)
+
+
+def _guard_tools(tool_name: str = "", **_: Any) -> Optional[dict]:
+    """Refuse a Hermes tool that reaches the worker host unless granted to the active profile."""
+    from hermes_cli.profiles import get_active_profile_name
+
+    try:
+        host = port.current()
+        if _is_norfab_tool(tool_name):  # checked by the tool runner, per agent
+            return None
+        reason = host.tool_refusal(get_active_profile_name(), tool_name) if host else "no hermes worker serves this turn"
+    except Exception as error:  # never let a broken check open the door
+        log.error(f"Tool guard failed for {tool_name}: {error!r}")
+        reason = "the worker could not check this tool"
+    return {"action": "block", "message": f"{reason}; the call was not made"} if reason else None
 
 
 def _on_provider_error(
@@ -184,6 +197,7 @@ def register(ctx: Any) -> None:
     )
     ctx.register_hook("pre_gateway_dispatch", _guard_commands)
     ctx.register_hook("pre_api_request", _on_model_request)
+    ctx.register_hook("pre_tool_call", _guard_tools)
     ctx.register_hook("api_request_error", _on_provider_error)
     ctx.register_hook("pre_tool_call", _on_tool_started)
     ctx.register_hook("post_tool_call", _on_tool_finished)

@@ -18,11 +18,17 @@ def ensure_profile(name: str) -> Path:
 
 
 def clone_profile(name: str, source: str) -> Path:
-    """A new profile with the source's configuration, instructions and skills (Hermes' clone:
-    not its sessions or memory)."""
+    """A new profile with the source's configuration, instructions and skills; not its sessions
+    or memory (Hermes' clone copies the memory files: they are removed, since what one agent
+    learned may not go to another agent's provider)."""
     from hermes_cli import profiles
 
-    return Path(profiles.create_profile(name, clone_from=source, clone_config=True, no_alias=True))
+    home = Path(profiles.create_profile(name, clone_from=source, clone_config=True, no_alias=True))
+    memories = home / "memories"
+    if memories.exists():
+        shutil.rmtree(memories)
+    memories.mkdir()
+    return home
 
 
 def delete_profile(name: str) -> Path:

@@ -1,0 +1,67 @@
+"""
+The one place that touches NorFab internals (names NorFab 0.25 does not
+document as its API), covered by ``tests/test_norfab_compat.py``.
+
+Client and worker side both use it, so it imports nothing of this package
+and NorFab's worker module only inside the functions that need it
+(importing it sets SIGINT to ignored, which would break Ctrl+C in nfcli).
+"""
+
+import logging
+from typing import Any, Dict, List
+
+log = logging.getLogger(__name__)
+
+
+def worker_tasks() -> Dict[str, Dict[str, Any]]:
+    """NorFab's process-wide task registry: task name -> {"function", "schema", ...}."""
+    from norfab.core.worker import NORFAB_WORKER_TASKS
+
+    return NORFAB_WORKER_TASKS
+
+
+def answer_unknown_tasks(service: str) -> None:
+    """A job for a task this worker does not have fails with one line, not NorFab's KeyError traceback.
+
+    NorFab looks the task up with ``NORFAB_WORKER_TASKS[task]`` in
+    ``NFPWorker.run_next_job``; the registry becomes a dict that answers a
+    missing name with a task that says so.
+    """
+    import norfab.core.worker as worker_module
+    from norfab.models import Result
+
+    class Registry(dict):
+        def __missing__(self, name: str) -> Dict[str, Any]:
+            known = ", ".join(sorted(n for n in self if not n.startswith("_")))
+            message = f"task '{name}' is not a task of service '{service}' (its tasks: {known})"
+
+            def unknown(*args: Any, **kwargs: Any) -> Result:
+                return Result(failed=True, errors=[message], messages=[message])
+
+            return {"function": unknown}
+
+    if not isinstance(worker_module.NORFAB_WORKER_TASKS, Registry):
+        worker_module.NORFAB_WORKER_TASKS = Registry(worker_module.NORFAB_WORKER_TASKS)
+
+
+def forget_job(client: Any, uuid: str) -> None:
+    """Drop a job from an NFPClient's store (memory and SQLite) once it is read.
+
+    NFPClient keeps every job's arguments, events and raw result (device
+    output, secrets included) with no setting to turn that off and no delete
+    call in NorFab 0.25; the rows are deleted through its private
+    ``job_db._transaction``, overwriting freed pages.
+    """
+    client.job_futures.pop(uuid, None)
+    try:
+        with client.job_db._transaction(write=True) as db:
+            db.execute("PRAGMA secure_delete=ON")
+            db.execute("DELETE FROM events WHERE job_uuid=?", (uuid,))
+            db.execute("DELETE FROM jobs WHERE uuid=?", (uuid,))
+    except Exception as error:  # never fail a caller over bookkeeping
+        log.warning(f"Could not forget job {uuid}: {error!r}")
+
+
+def client_jobs(client: Any, service: str, task: str, last: int) -> List[Dict[str, Any]]:
+    """The newest ``last`` jobs of ``service.task`` an NFPClient sent, newest first (its local store)."""
+    return client.job_db.fetch_jobs(service=service, task=task, last=last) or []
