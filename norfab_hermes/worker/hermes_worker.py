@@ -20,14 +20,14 @@ from norfab.core.worker import NFPWorker
 from ..errors import AgentUnavailable, InvalidRequest, InventoryError
 from ..models import AgentDefinition, AgentReference, parse_agent, parse_inventory
 from ..norfab_compat import answer_unknown_tasks
-from .agents_tasks import AgentTasks
-from .approvals_tasks import ApprovalTasks
 from .host import HermesHost
-from .runs_tasks import RunTasks
-from .schedules_tasks import ScheduleTasks
-from .service_tasks import ServiceTasks
-from .sessions_tasks import SessionTasks
-from .task import hide_builtin_tasks
+from .tasks.agents import AgentTasks
+from .tasks.approvals import ApprovalTasks
+from .tasks.base import hide_builtin_tasks
+from .tasks.runs import RunTasks
+from .tasks.schedules import ScheduleTasks
+from .tasks.service import ServiceTasks
+from .tasks.sessions import SessionTasks
 
 SERVICE = "hermes"
 CONTROL_JOB_SLOTS = 4  # NorFab job slots kept free for status, interrupt and get_* tasks

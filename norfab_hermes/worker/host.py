@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from .. import host_access
 from ..errors import AgentUnavailable, InvalidRequest
 from ..models import (
     AgentDefinition,
@@ -32,19 +31,22 @@ from ..models import (
     SessionSummary,
     StopReason,
 )
-from . import commands, turns
-from .agents import AgentCatalog
-from .approvals import ApprovalInbox
-from .delegation import Delegator
+from ..safety import host_access
+from .agents import profiles
+from .agents.catalog import AgentCatalog
+from .agents.lifecycle import Lifecycle
 from .hermes import compat, plugin, port
-from .lifecycle import Lifecycle
-from .runs import Run, ToolBudget
-from .runs_registry import RunRegistry
-from .runtime import HermesRuntime
-from .schedules import Schedules
-from .sessions import Sessions
-from .tool_runner import ToolRunner
-from .tool_specs import ToolBox, ToolSpec
+from .hermes.runtime import HermesRuntime
+from .runs import turn as turns
+from .runs.approvals import ApprovalInbox
+from .runs.registry import RunRegistry
+from .runs.run import Run, ToolBudget
+from .schedules.ticker import Schedules
+from .sessions import commands
+from .sessions.store import Sessions
+from .tools.delegation import Delegator
+from .tools.runner import ToolRunner
+from .tools.specs import ToolBox, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +112,7 @@ class HermesHost:
 
     def start(self) -> None:
         """Prepare the instance root, import Hermes, render the agents' profiles, start the gateway."""
-        self.runtime.prepare(self.catalog.max_turns_ceiling())
+        self.runtime.prepare(profiles.root_config(self.catalog.max_turns_ceiling()))
         compat.serve_profile_secrets(self.catalog.secrets_for)
         compat.per_profile_iterations(self.catalog.iterations)
         compat.meter_model_requests(self.admit_model_request)
