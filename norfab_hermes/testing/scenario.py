@@ -50,7 +50,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import jinja2
 import yaml
 
-from ..guards import strings_in
+from ..safety.guards import strings_in
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
