@@ -94,7 +94,9 @@ class HermesWorker(NFPWorker, RunTasks, ApprovalTasks, SessionTasks, AgentTasks,
                 log.error(f"{self.name} - Agent '{name}' is unavailable: {error}")
                 errors[name] = str(error)
         root = Path(inventory.hermes_home or os.path.join(self.base_dir, "hermes"))
-        return HermesHost(self.name, root, inventory, agents, errors, client=self.client, definition_of=self._inventory_definition)
+        return HermesHost(
+            self.name, root, inventory, agents, errors, client=self.client, definition_of=self._inventory_definition
+        )
 
     def _load_reference(self, name: str, reference: AgentReference) -> AgentDefinition:
         # at start-up the filesharing worker may not be ready yet: try for a while
@@ -104,7 +106,9 @@ class HermesWorker(NFPWorker, RunTasks, ApprovalTasks, SessionTasks, AgentTasks,
         """An inventory agent's definition as the inventory says now (its nf:// file read again)."""
         entry = parse_inventory(self.load_inventory() or {}).agents.get(name)
         if entry is None:
-            raise InvalidRequest(f"agent: '{name}' is no longer in the worker's inventory; restart the worker to drop it")
+            raise InvalidRequest(
+                f"agent: '{name}' is no longer in the worker's inventory; restart the worker to drop it"
+            )
         parsed = parse_agent(name, entry)
         return self.fetch_definition(name, parsed.from_yaml_file) if isinstance(parsed, AgentReference) else parsed
 
@@ -118,7 +122,9 @@ class HermesWorker(NFPWorker, RunTasks, ApprovalTasks, SessionTasks, AgentTasks,
                 break
             time.sleep(1)
         else:
-            raise InventoryError(f"agent '{name}': could not fetch '{url}'; check the path under the NorFab base directory")
+            raise InventoryError(
+                f"agent '{name}': could not fetch '{url}'; check the path under the NorFab base directory"
+            )
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as error:

@@ -98,7 +98,9 @@ class AgentCatalog:
                 profiles.disable_profile(self.home(name))
             elif marker.get("owner") == RUNTIME:
                 try:
-                    self.render(name, parse_agent(name, marker.get("definition")), RUNTIME, marker.get("stopped", False))
+                    self.render(
+                        name, parse_agent(name, marker.get("definition")), RUNTIME, marker.get("stopped", False)
+                    )
                 except InventoryError as error:
                     self.owners[name], self.errors[name] = RUNTIME, str(error)
             else:
@@ -120,12 +122,19 @@ class AgentCatalog:
             )
         self.check_host_tools(name, [t for t in definition.toolsets if t != NORFAB_TOOLSET])
         return profiles.profile_config(
-            name, definition, self.inventory.model, self.max_turns(definition), os.environ, profile_store.provider_key_vars
+            name,
+            definition,
+            self.inventory.model,
+            self.max_turns(definition),
+            os.environ,
+            profile_store.provider_key_vars,
         )
 
     def check_host_tools(self, name: str, toolsets: List[str]) -> None:
         """ValueError when the toolsets offer tools that reach the worker host and the inventory does not grant them."""
-        denied = [t for t in host_access.host_tools(tool_catalog.offered_tools(toolsets)) if t not in self.granted_tools(name)]
+        denied = [
+            t for t in host_access.host_tools(tool_catalog.offered_tools(toolsets)) if t not in self.granted_tools(name)
+        ]
         if denied:
             raise ValueError(
                 f"toolsets {', '.join(toolsets)} give the model tools that reach the worker host "
@@ -143,7 +152,9 @@ class AgentCatalog:
         """The tools reaching the worker host that agent ``name`` is offered (all granted by inventory)."""
         if not self.inventory.host_tools.get(name) or name not in self.agents:
             return []
-        toolsets = profiles.native_toolsets(self.home(name)) if self.owners.get(name) == NATIVE else self.agents[name].toolsets
+        toolsets = (
+            profiles.native_toolsets(self.home(name)) if self.owners.get(name) == NATIVE else self.agents[name].toolsets
+        )
         offered = tool_catalog.offered_tools([t for t in toolsets if t != NORFAB_TOOLSET])
         return host_access.host_tools(offered)
 
@@ -250,7 +261,9 @@ class AgentCatalog:
     def require(self, agent: str) -> AgentDefinition:
         """The definition of an agent that can take runs; AgentUnavailable says why not."""
         if agent in self.errors:
-            raise AgentUnavailable(f"agent '{agent}' on worker '{self.worker_name}' is unavailable: {self.errors[agent]}")
+            raise AgentUnavailable(
+                f"agent '{agent}' on worker '{self.worker_name}' is unavailable: {self.errors[agent]}"
+            )
         self.require_known(agent)
         if agent in self.stopped:
             raise AgentUnavailable(

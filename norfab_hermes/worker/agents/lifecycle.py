@@ -13,19 +13,27 @@ name the runs.
 import contextlib
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol
 
 from ...errors import AgentUnavailable, Busy, InvalidRequest, InventoryError
 from ...models import AgentDefinition, ManageAgentResultData, check_agent_name, parse_agent
 from ..hermes import compat, cron, plugin, profile_store
 from ..hermes.runtime import HermesRuntime
-from ..runs import turn as turns
-from ..runs.registry import RunRegistry
 from ..tools.specs import ToolBox
 from . import profiles
 from .catalog import INVENTORY, NATIVE, RUNTIME, AgentCatalog
 
 ADAPTER_TIMEOUT = 30.0  # seconds to attach or detach one profile's adapters
+# an interrupted turn winds down within its grace (5 s), then its adapter work ends
+QUIESCE_TIMEOUT, QUIESCE_POLL = 5.0 + ADAPTER_TIMEOUT, 0.1
+
+
+class AgentRuns(Protocol):
+    """What a lifecycle action needs of the worker's runs (the run registry)."""
+
+    def accepted(self, agent: str) -> List[str]: ...
+
+    def stop_agent(self, agent: str, message: str) -> None: ...
 
 
 class Lifecycle:
@@ -43,7 +51,7 @@ class Lifecycle:
         worker_name: str,
         catalog: AgentCatalog,
         runtime: HermesRuntime,
-        runs: RunRegistry,
+        runs: "AgentRuns",
         tools: ToolBox,
         definition_of: Callable[[str], AgentDefinition],
     ) -> None:
@@ -114,7 +122,9 @@ class Lifecycle:
             parsed = self._definition(agent, profiles.merge(base, overrides or {}))
         with self._undone_on_failure(agent):
             profile_store.clone_profile(agent, source)
-            done = [f"cloned profile {self.catalog.home(source)} to {self.catalog.home(agent)} (skills and configuration, no memory)"]
+            done = [
+                f"cloned profile {self.catalog.home(source)} to {self.catalog.home(agent)} (skills and configuration, no memory)"
+            ]
             if native:
                 self.catalog.serve_native(agent)
             else:
@@ -130,7 +140,9 @@ class Lifecycle:
         except InventoryError as error:
             raise InvalidRequest(f"definition: {error}") from None
         if not isinstance(parsed, AgentDefinition):
-            raise InvalidRequest(f"definition: give agent '{agent}' the definition itself, not a from_yaml_file reference")
+            raise InvalidRequest(
+                f"definition: give agent '{agent}' the definition itself, not a from_yaml_file reference"
+            )
         try:
             self.catalog.prepare(agent, parsed)
         except ValueError as error:
@@ -252,9 +264,9 @@ class Lifecycle:
                 "interrupt them, or pass interrupt=true"
             )
         self.runs.stop_agent(agent, "interrupted by a lifecycle action on the agent")
-        deadline = time.time() + turns.GRACE + ADAPTER_TIMEOUT
+        deadline = time.time() + QUIESCE_TIMEOUT
         while self.runs.accepted(agent) and time.time() < deadline:
-            time.sleep(turns.POLL)
+            time.sleep(QUIESCE_POLL)
         return [f"interrupted runs {', '.join(active)}"]
 
     def _call(self, coroutine: Any) -> None:

@@ -499,7 +499,9 @@ def close_unanswered_turn(runner: Any, session_id: Optional[str], note: str) -> 
         return False
     rows = [m for m in session_db(runner).get_messages(session_id) if m.get("role") != "session_meta"]
     tail = rows[-1] if rows else None
-    if tail is None or not (tail["role"] in ("user", "tool") or (tail["role"] == "assistant" and tail.get("tool_calls"))):
+    if tail is None or not (
+        tail["role"] in ("user", "tool") or (tail["role"] == "assistant" and tail.get("tool_calls"))
+    ):
         return False
     store = runner.session_store
     calls = tail.get("tool_calls") if tail["role"] == "assistant" else None

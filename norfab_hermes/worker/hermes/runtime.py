@@ -37,7 +37,9 @@ class HermesRuntime:
         secrets: returns the secret values masked in Hermes' logs and console.
     """
 
-    def __init__(self, worker_name: str, root: Path, secrets: Callable[[], Iterable[str]], log_level: str = "WARNING") -> None:
+    def __init__(
+        self, worker_name: str, root: Path, secrets: Callable[[], Iterable[str]], log_level: str = "WARNING"
+    ) -> None:
         self.worker_name = worker_name
         self.root = Path(root)
         self.secrets = secrets

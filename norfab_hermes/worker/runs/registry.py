@@ -226,7 +226,9 @@ class RunRegistry:
             raise PermissionError("the run has no time left to wait for the operator")
         run.event("waiting for the operator's answer", severity="WARNING")
         try:
-            return run.job.request_input(question=question, default=default, timeout=wait, metadata={"run_id": run.run_id})
+            return run.job.request_input(
+                question=question, default=default, timeout=wait, metadata={"run_id": run.run_id}
+            )
         except TimeoutError:
             raise PermissionError(f"the operator did not answer within {wait}s") from None
         except RuntimeError:

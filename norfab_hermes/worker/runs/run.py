@@ -9,30 +9,18 @@ live caller sees as job events.
 """
 
 import logging
-import threading
-import time
 import uuid
-from collections import Counter
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Set
 
-from ...models import ActiveRun, ApprovalInfo, InvokeResultData, Lineage, RunEvent, StopReason, ToolCallSummary
+from ...models import ActiveRun, ApprovalInfo, InvokeResultData, Lineage, RunEvent, ToolCallSummary
+from .budget import Budget, Limits, Overrun
 
 log = logging.getLogger(__name__)
 
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-@dataclass(frozen=True)
-class ToolBudget:
-    """What one run may do through NorFab tools."""
-
-    max_calls: int
-    max_targets: int  # distinct devices touched through nornir tools
-    max_repeats: int  # the same call with the same arguments
 
 
 class Run:
@@ -43,15 +31,12 @@ class Run:
         agent: str,
         chat_id: str,
         session_key: str,
-        budget: float,
-        max_turns: int,
+        limits: Limits,
         job: Any,
         interactive: bool = False,
-        tool_budget: ToolBudget = ToolBudget(30, 20, 3),
         approval_timeout: float = 0.0,
     ) -> None:
         self.run_id = uuid.uuid4().hex[:12]
-        self._lock = threading.Lock()
         self.agent = agent
         self.chat_id = chat_id
         self.session_key = session_key
@@ -60,19 +45,13 @@ class Run:
         self.lineage: Optional[Lineage] = None  # the runs that asked for this one, when another agent asked
         self.job = job
         self.job_uuid = getattr(job, "juuid", None)
-        self.started = time.time()
-        self.deadline = self.started + budget
-        self.max_turns = max_turns
+        self.budget = Budget(limits)
         self.interactive = interactive
         self.stop_reason: Optional[str] = None
         self.stop_message = ""
-        self.api_calls = 0
         self.provider_errors: List[Dict[str, Any]] = []  # failed model requests, as Hermes reported them
         self.tool_calls: List[ToolCallSummary] = []
         self.warnings: List[str] = []
-        self.tool_budget = tool_budget
-        self._calls: Counter = Counter()  # (tool, arguments digest) -> times called
-        self.targets: Set[str] = set()
         self.approval_timeout = approval_timeout  # how long the run waits in the approval inbox
         self.approvals: List[ApprovalInfo] = []
         self.events: List[RunEvent] = []  # the journal: every event, for get_run
@@ -96,7 +75,10 @@ class Run:
         delta = text if replace else text[len(self.reply) :]
         self.reply = text
         if delta:
-            self._tell_job("reply", "INFO", extras={"reply": {"segment": self._segment, "delta": delta, "replace": replace}})
+            self._tell_job(
+                "reply", "INFO", extras={"reply": {"segment": self._segment, "delta": delta, "replace": replace}}
+            )
+
     def event(self, message: str, severity: str = "INFO", **kwargs: Any) -> None:
         """Record an event in the journal and send it to the caller's NorFab job, if any."""
         self.events.append(RunEvent(time=now_iso(), message=message, severity=severity))
@@ -123,26 +105,36 @@ class Run:
         if self.stop_reason is None:
             self.stop_reason, self.stop_message = reason, message
 
+    # ------------------------------------------------------------- budgets
+
+    @property
+    def started(self) -> float:
+        return self.budget.started
+
+    @property
+    def max_turns(self) -> int:
+        return self.budget.limits.max_turns
+
+    @property
+    def api_calls(self) -> int:
+        return self.budget.model_requests
+
+    def remaining(self) -> float:
+        return self.budget.remaining()
+
+    def check_clock(self) -> None:
+        """Past its wall-clock budget the run stops."""
+        self._overrun(self.budget.clock())
+
     def admit_model_request(self) -> Optional[str]:
         """Count a model request of the run (its own, a subagent's or an auxiliary one); why it must
         not be sent once the run is stopping or its max_turns are spent."""
-        with self._lock:
-            if self.stop_reason is not None:
-                return f"the run is stopping ({self.stop_message})"
-            if self.api_calls >= self.max_turns:
-                refusal = f"model call budget of {self.max_turns} spent"
-                self.stop(StopReason.max_turns.value, refusal)
-                return refusal
-            self.api_calls += 1
-            count = self.api_calls
-        self.event(f"model request {count} started")
-        return None
-
-    def remaining(self) -> float:
-        return max(0.0, self.deadline - time.time())
-
-    def record_tool_call(self, summary: ToolCallSummary) -> None:
-        self.tool_calls.append(summary)
+        if self.stop_reason is not None:
+            return f"the run is stopping ({self.stop_message})"
+        refusal = self._overrun(self.budget.model_request())
+        if refusal is None:
+            self.event(f"model request {self.api_calls} started")
+        return refusal
 
     def admit_tool_call(self, tool: str, digest: str) -> Optional[str]:
         """Count a NorFab tool call; why it must not be made when it breaks the run's budget.
@@ -152,34 +144,24 @@ class Run:
         """
         if self.stop_reason is not None:
             return f"the run is stopping ({self.stop_message})"
-        self._calls[(tool, digest)] += 1
-        repeats, calls = self._calls[(tool, digest)], sum(self._calls.values())
-        if repeats >= self.tool_budget.max_repeats:
-            return self._over_budget(
-                StopReason.repeated_call,
-                f"{tool} was called {repeats} times with the same arguments; the run stops instead of looping",
-            )
-        if calls > self.tool_budget.max_calls:
-            return self._over_budget(
-                StopReason.tool_budget, f"the run's budget of {self.tool_budget.max_calls} tool calls is spent"
-            )
-        return None
+        return self._overrun(self.budget.tool_call(tool, digest))
 
     def touched(self, devices: Set[str]) -> None:
         """Devices a tool call reached; past the budget the run stops."""
-        self.targets |= devices
-        if len(self.targets) > self.tool_budget.max_targets:
-            self._over_budget(
-                StopReason.tool_budget,
-                f"the run touched {len(self.targets)} devices, over its budget of {self.tool_budget.max_targets}",
-            )
+        self._overrun(self.budget.reached(devices))
 
-    def _over_budget(self, reason: StopReason, message: str) -> str:
+    def _overrun(self, overrun: Overrun) -> Optional[str]:
+        if overrun is None:
+            return None
+        reason, message = overrun
         if self.stop_reason is None:
             self.warnings.append(message)
             self.event(f"run {self.run_id} stopping: {message}", severity="WARNING")
         self.stop(reason.value, message)
         return message
+
+    def record_tool_call(self, summary: ToolCallSummary) -> None:
+        self.tool_calls.append(summary)
 
     def summary(self) -> ActiveRun:
         return ActiveRun(

@@ -47,8 +47,7 @@ def wait(runtime: HermesRuntime, run: Run, text: str, stopping: threading.Event)
             pass
         if run.session_id is None:  # a new session: known once the gateway took the message
             run.session_id = compat.chat_session(runtime.runner, run.session_key)
-        if time.time() > run.deadline:
-            run.stop(StopReason.run_timeout.value, f"run budget of {run.deadline - run.started:.0f}s spent")
+        run.check_clock()
         if stopping.is_set():
             run.stop(StopReason.interrupted.value, "worker shutting down")
         if run.stop_reason is None:
@@ -58,15 +57,18 @@ def wait(runtime: HermesRuntime, run: Run, text: str, stopping: threading.Event)
             # no message: the gateway would run an interrupt message as a follow-up turn
             agent.interrupt()
             interrupted_at = time.time()
-            run.event(f"run {run.run_id} stopping: {run.stop_message}", severity="WARNING")
-        if time.time() - (interrupted_at or run.deadline) > GRACE:
+            if run.stop_message not in run.warnings:  # a spent budget has said so already
+                run.event(f"run {run.run_id} stopping: {run.stop_message}", severity="WARNING")
+        if time.time() - (interrupted_at or run.budget.deadline) > GRACE:
             future.cancel()
             compat.abort_model_requests(run.session_key)
             run.warnings.append(f"turn did not stop within {GRACE:.0f}s of '{run.stop_message}'; abandoned")
             return None
 
 
-def envelope(runtime: HermesRuntime, run: Run, turn: Optional[Any], worker: str, secrets: List[str]) -> InvokeResultData:
+def envelope(
+    runtime: HermesRuntime, run: Run, turn: Optional[Any], worker: str, secrets: List[str]
+) -> InvokeResultData:
     """The run's result: reply, ids, stop reason, tool calls, usage and warnings."""
     raw = compat.take_turn_result(runtime.runner, run.session_key)
     run.stop(stop_reason(raw, run.max_turns), "")

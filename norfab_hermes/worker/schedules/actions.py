@@ -49,7 +49,9 @@ class ScheduleActions:
         """One schedule task action on the agent's store."""
         home = self.home(agent)
 
-        def answer(message: str, jobs: List[Dict[str, Any]] = (), history: List[ScheduleRun] = ()) -> ScheduleResultData:
+        def answer(
+            message: str, jobs: List[Dict[str, Any]] = (), history: List[ScheduleRun] = ()
+        ) -> ScheduleResultData:
             return ScheduleResultData(
                 action=action,
                 agent=agent,
@@ -65,7 +67,9 @@ class ScheduleActions:
         if action == "create":
             job = cron.create(home, **self._new_job(agent, definition))
             self.wake()
-            return answer(f"schedule '{job['name']}' created, next run {iso(parse_time(job.get('next_run_at')))}", [job])
+            return answer(
+                f"schedule '{job['name']}' created, next run {iso(parse_time(job.get('next_run_at')))}", [job]
+            )
         job = self.find(agent, ref, action)
         if action == "history":
             runs = self.history.runs(agent, job["id"], limit)
@@ -87,7 +91,9 @@ class ScheduleActions:
             except ValueError as error:
                 raise InvalidRequest(f"schedule_id: {error}") from None
             self.wake()
-            return answer(f"schedule '{job['name']}' resumed, next run {iso(parse_time(job.get('next_run_at')))}", [job])
+            return answer(
+                f"schedule '{job['name']}' resumed, next run {iso(parse_time(job.get('next_run_at')))}", [job]
+            )
         if action == "run":
             if not enabled(job):
                 raise InvalidRequest(f"schedule_id: schedule '{job['name']}' is paused; resume it to run it")
@@ -135,7 +141,9 @@ class ScheduleActions:
     def _updates(self, agent: str, job: Dict[str, Any], definition: Optional[ScheduleDefinition]) -> Dict[str, Any]:
         updates = {k: v for k, v in (definition.model_dump(exclude_none=True) if definition else {}).items()}
         if not updates:
-            raise InvalidRequest("definition: give the fields to change, e.g. {prompt: '...'} or {schedule: 'every 10m'}")
+            raise InvalidRequest(
+                "definition: give the fields to change, e.g. {prompt: '...'} or {schedule: 'every 10m'}"
+            )
         if "name" in updates:
             self._unique_name(agent, updates["name"], job["id"])
         if "schedule" in updates:
@@ -146,7 +154,9 @@ class ScheduleActions:
 
     def _unique_name(self, agent: str, name: str, own_id: Optional[str] = None) -> None:
         # Hermes finds a schedule by its name regardless of case
-        if any(str(j.get("name")).lower() == name.lower() and j["id"] != own_id for j in cron.list_jobs(self.home(agent))):
+        if any(
+            str(j.get("name")).lower() == name.lower() and j["id"] != own_id for j in cron.list_jobs(self.home(agent))
+        ):
             raise InvalidRequest(f"definition.name: agent '{agent}' already has a schedule named '{name}'")
 
     @staticmethod
@@ -184,6 +194,8 @@ class ScheduleActions:
             last_status=job.get("last_status"),
             runs=int(repeat.get("completed") or 0),
             repeat=repeat.get("times"),
-            origin=f"session {session}" if session else ("chat " + origin["chat_id"] if origin.get("chat_id") else "norfab"),
+            origin=f"session {session}"
+            if session
+            else ("chat " + origin["chat_id"] if origin.get("chat_id") else "norfab"),
             skills=list(job.get("skills") or []),
         )

@@ -68,7 +68,9 @@ class Schedules:
         run_scheduled: runs a due job as a run of its agent.
     """
 
-    def __init__(self, worker_name: str, catalog: AgentCatalog, runtime: HermesRuntime, run_scheduled: RunScheduled) -> None:
+    def __init__(
+        self, worker_name: str, catalog: AgentCatalog, runtime: HermesRuntime, run_scheduled: RunScheduled
+    ) -> None:
         self.worker_name = worker_name
         self.catalog = catalog
         self.runtime = runtime
@@ -113,7 +115,9 @@ class Schedules:
                 due = self.next_due(agent)
                 if due is not None and due <= now:
                     try:
-                        cron.tick(self.home(agent), compat.profile_adapters(self.runtime.runner, agent), self.runtime.loop)
+                        cron.tick(
+                            self.home(agent), compat.profile_adapters(self.runtime.runner, agent), self.runtime.loop
+                        )
                     except Exception:  # one broken store must not stop the others
                         log.exception(f"{self.worker_name} - Scheduler tick failed for agent '{agent}'")
                 elif due is not None:
@@ -149,14 +153,26 @@ class Schedules:
         late = self._record_missed(agent, job, due, started)
         refused = [field for field in REFUSED_JOB_FIELDS if job.get(field)]
         if refused:
-            error = f"schedule sets {', '.join(refused)}: hermes workers run agents only, never scripts on the worker host"
-            self.history.record(agent, ScheduleRun(schedule_id=job["id"], status="failed", due=iso(due), started=iso(started), warnings=[error]))
+            error = (
+                f"schedule sets {', '.join(refused)}: hermes workers run agents only, never scripts on the worker host"
+            )
+            self.history.record(
+                agent,
+                ScheduleRun(
+                    schedule_id=job["id"], status="failed", due=iso(due), started=iso(started), warnings=[error]
+                ),
+            )
             return False, f"# {job.get('name')} (REFUSED)\n\n{error}\n", "", error
         try:
             result = self.run_scheduled(agent, cron.job_prompt(job) or job.get("prompt") or "", job["id"])
         except Exception as error:  # the agent cannot run now (stopped, busy, shutting down)
             message = str(error)
-            self.history.record(agent, ScheduleRun(schedule_id=job["id"], status="failed", due=iso(due), started=iso(started), warnings=[message]))
+            self.history.record(
+                agent,
+                ScheduleRun(
+                    schedule_id=job["id"], status="failed", due=iso(due), started=iso(started), warnings=[message]
+                ),
+            )
             return False, f"# {job.get('name')} (FAILED)\n\n{message}\n", "", message
         status = STATUS_BY_STOP_REASON.get(result.stop_reason, "failed")
         if status == "ok" and not result.response.strip():
@@ -181,11 +197,17 @@ class Schedules:
                 note=late,
             ),
         )
-        error = None if status == "ok" else f"{result.stop_reason}: {'; '.join(result.warnings) or 'see the run history'}"
-        document = f"# {job.get('name')}\n\n**Run:** {result.run_id}\n**Session:** {result.session_id}\n\n{result.response}\n"
+        error = (
+            None if status == "ok" else f"{result.stop_reason}: {'; '.join(result.warnings) or 'see the run history'}"
+        )
+        document = (
+            f"# {job.get('name')}\n\n**Run:** {result.run_id}\n**Session:** {result.session_id}\n\n{result.response}\n"
+        )
         return status == "ok", document, result.response if status == "ok" else "", error
 
-    def _record_missed(self, agent: str, job: Dict[str, Any], due: Optional[datetime], started: datetime) -> Optional[str]:
+    def _record_missed(
+        self, agent: str, job: Dict[str, Any], due: Optional[datetime], started: datetime
+    ) -> Optional[str]:
         """Record the slots Hermes skipped before this late run; the run's own note, if it is late.
 
         A recurring job found due late runs once now (a catch-up) and Hermes
@@ -214,7 +236,11 @@ class Schedules:
                     "were skipped while the worker was down or busy",
                 ),
             )
-        return f"caught up {late:.0f}s late" if late <= cron.grace_seconds(schedule) else f"{late:.0f}s late, past the grace period: ran once now"
+        return (
+            f"caught up {late:.0f}s late"
+            if late <= cron.grace_seconds(schedule)
+            else f"{late:.0f}s late, past the grace period: ran once now"
+        )
 
     # ------------------------------------------------------------ the task
 
@@ -239,5 +265,3 @@ class Schedules:
         return SchedulerStatus(
             ticking=bool(self._thread and self._thread.is_alive()), last_tick=iso(self.last_tick), agents=agents
         )
-
-

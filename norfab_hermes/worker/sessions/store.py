@@ -43,7 +43,11 @@ class Sessions:
     def get(self, agent: str, session_id: str, limit: int) -> SessionDetails:
         row = self.owned(agent, session_id)
         # session_meta rows are Hermes bookkeeping, not conversation
-        messages = [m for m in compat.session_db(self.runtime.runner).get_messages(session_id) if m.get("role") != "session_meta"]
+        messages = [
+            m
+            for m in compat.session_db(self.runtime.runner).get_messages(session_id)
+            if m.get("role") != "session_meta"
+        ]
         return SessionDetails(
             **summary(row).model_dump(),
             agent=agent,

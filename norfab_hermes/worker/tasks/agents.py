@@ -1,23 +1,19 @@
 """Tasks about the agents of a worker: list and show them, and change them while the worker runs."""
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from norfab.models import Result
 
 from ...errors import InvalidRequest
 from ...models import (
-    SUPPORTED_COMMANDS,
-    AgentDetails,
     AgentInput,
-    AgentSummary,
     GetAgentResult,
     GetAgentsResult,
     ManageAgentInput,
     ManageAgentResult,
     TaskInput,
 )
-from ...safety.redact import redact
-from ..host import HermesHost
+from ..agents.views import agent_details, agent_summaries
 from .base import READ_ONLY, REST, HermesTask
 
 
@@ -28,7 +24,11 @@ class AgentTasks:
         host = self.host
         if host is None:
             return Result(result=[])
-        return Result(result=[summary.model_dump() for summary in agent_summaries(host)])
+        return Result(
+            result=[
+                summary.model_dump() for summary in agent_summaries(host.catalog, host.worker_name, host.availability())
+            ]
+        )
 
     @HermesTask(input=ManageAgentInput, output=ManageAgentResult, fastapi=REST, mcp=False, agent={"enabled": False})
     def manage_agent(
@@ -74,46 +74,14 @@ class AgentTasks:
         Args:
             agent: agent name.
         """
-        return Result(result=agent_details(self.running_host(), agent).model_dump())
-
-
-def agent_summary(host: HermesHost, name: str, available: bool, config: Dict[str, Any]) -> AgentSummary:
-    catalog = host.catalog
-    definition = catalog.agents.get(name)
-    model = config.get("model") or {}
-    return AgentSummary(
-        name=name,
-        description=(definition.description if definition else None) or name,
-        model=model.get("default"),
-        provider=model.get("provider"),
-        available=available,
-        error=catalog.errors.get(name),
-        worker=host.worker_name,
-        owner=catalog.owners.get(name),
-        state=catalog.state(name),
-        host_tools=catalog.host_tools(name),
-    )
-
-
-def agent_summaries(host: HermesHost) -> List[AgentSummary]:
-    catalog = host.catalog
-    return [
-        agent_summary(host, name, available, catalog.effective_config(name) if name in catalog.agents else {})
-        for name, available in host.availability().items()
-    ]
-
-
-def agent_details(host: HermesHost, agent: str) -> AgentDetails:
-    definition = host.require(agent)
-    config = host.catalog.effective_config(agent)
-    summary = agent_summary(host, agent, host.availability()[agent], config)
-    return AgentDetails(
-        **summary.model_dump(),
-        instructions=definition.instructions,
-        toolsets=definition.toolsets,
-        tools={name: spec.summary() for name, spec in host.tools.specs.get(agent, {}).items()},
-        run_timeout=definition.run_timeout,
-        max_turns=host.catalog.max_turns(definition),
-        config=redact(config),
-        commands=sorted(SUPPORTED_COMMANDS),
-    )
+        host = self.running_host()
+        return Result(
+            result=agent_details(
+                host.catalog,
+                host.tools.specs.get(agent, {}),
+                host.worker_name,
+                host.availability(),
+                host.require(agent),
+                agent,
+            ).model_dump()
+        )

@@ -16,7 +16,9 @@ def client_of(job: Any) -> Optional[str]:
 
 
 class ApprovalTasks:
-    @HermesTask(input=GetApprovalsInput, output=GetApprovalsResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False})
+    @HermesTask(
+        input=GetApprovalsInput, output=GetApprovalsResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False}
+    )
     def get_approvals(self, agent: Optional[str] = None) -> Result:
         """
         List the network changes agents are waiting to have approved: the tool, its exact arguments,

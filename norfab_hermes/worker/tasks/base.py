@@ -32,10 +32,18 @@ INJECTED = ("job", "progress")  # NorFab passes these; they are no caller input
 # POST: NorFab's routes read a JSON body, which many clients cannot send with a GET.
 REST = {"methods": ["POST"]}
 READ_ONLY = {"annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False}}
-STARTS_RUN = {"annotations": {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": True}}
-STOPS_RUN = {"annotations": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}}
-APPROVES = {"annotations": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}}
-DENIES = {"annotations": {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}}
+STARTS_RUN = {
+    "annotations": {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": True}
+}
+STOPS_RUN = {
+    "annotations": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
+}
+APPROVES = {
+    "annotations": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+}
+DENIES = {
+    "annotations": {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
+}
 # NorFab's own worker tasks that REST and MCP clients of a hermes worker do not get: other jobs'
 # arguments and results, logs, file deletion, worker internals. NorFab clients still call them.
 HIDDEN_BUILTINS = (

@@ -56,7 +56,9 @@ class RunTasks:
             and for a delegated run its lineage.
         """
         host = self.running_host()
-        return Result(result=host.invoke(agent, instructions, session_id, timeout, job, interactive, lineage).model_dump())
+        return Result(
+            result=host.invoke(agent, instructions, session_id, timeout, job, interactive, lineage).model_dump()
+        )
 
     @HermesTask(input=InterruptInput, output=InterruptResult, fastapi=REST, mcp=STOPS_RUN, agent={"enabled": False})
     def interrupt(self, agent: str, run_id: str) -> Result:

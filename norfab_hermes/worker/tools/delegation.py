@@ -49,7 +49,12 @@ class Delegator:
         self.secrets = secrets
 
     def ask(
-        self, spec: DelegateSpec, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool], summary: ToolCallSummary
+        self,
+        spec: DelegateSpec,
+        arguments: Dict[str, Any],
+        run: Any,
+        interrupted: Callable[[], bool],
+        summary: ToolCallSummary,
     ) -> Tuple[str, str, Optional[str]]:
         """Ask the delegate's agent; the text the model reads, the call's status and error."""
         question = self._question(arguments)
@@ -83,7 +88,7 @@ class Delegator:
     @staticmethod
     def _question(arguments: Any) -> str:
         if not isinstance(arguments, dict) or set(arguments) != {"question"}:
-            raise ToolError("a delegate takes exactly one argument, question; call again with {\"question\": \"...\"}")
+            raise ToolError('a delegate takes exactly one argument, question; call again with {"question": "..."}')
         question = arguments["question"]
         if not isinstance(question, str) or not question.strip() or len(question) > QUESTION_CHARS:
             raise ToolError(f"question must be text of 1 to {QUESTION_CHARS} characters; call again")
@@ -128,7 +133,13 @@ class Delegator:
         return round(budget, 1)
 
     def _follow(
-        self, spec: DelegateSpec, future: Any, run: Any, interrupted: Callable[[], bool], child: DelegatedRun, give_up: float
+        self,
+        spec: DelegateSpec,
+        future: Any,
+        run: Any,
+        interrupted: Callable[[], bool],
+        child: DelegatedRun,
+        give_up: float,
     ) -> Any:
         """Relay the asked run's events and questions until it answers; interrupt it when the caller stops."""
         stop_asked: Optional[float] = None
@@ -140,7 +151,10 @@ class Delegator:
                     break
             if stop_asked is None and (interrupted() or run.stop_reason is not None or time.time() > give_up):
                 stop_asked = time.time()
-                run.event(f"delegate {spec.name} stopping the run of agent '{child.agent}' on {child.worker}", severity="WARNING")
+                run.event(
+                    f"delegate {spec.name} stopping the run of agent '{child.agent}' on {child.worker}",
+                    severity="WARNING",
+                )
             if stop_asked is not None:
                 if not interrupt_sent and child.run_id:
                     interrupt_sent = True
@@ -164,7 +178,9 @@ class Delegator:
             text = scrub(str(message), self.secrets())
             run.event(f"{child.agent}@{child.worker}: {text}", resource=event.get("resource") or [])
 
-    def _relay_question(self, spec: DelegateSpec, future: Any, run: Any, child: DelegatedRun, request: Dict[str, Any]) -> None:
+    def _relay_question(
+        self, spec: DelegateSpec, future: Any, run: Any, child: DelegatedRun, request: Dict[str, Any]
+    ) -> None:
         """The asked run wants its operator: the caller's operator answers, or the question is cancelled."""
         answer, cancel = None, True
         wait = int(min(float(request.get("timeout") or 0), run.remaining()))

@@ -117,7 +117,8 @@ class ToolRunner:
         summary.duration = round(time.time() - started, 3)
         run.record_tool_call(summary)
         run.event(
-            f"tool {spec.name} {summary.status}" + (f": {summary.error}" if summary.error else "")
+            f"tool {spec.name} {summary.status}"
+            + (f": {summary.error}" if summary.error else "")
             + (f", job {summary.job_uuid}" if summary.job_uuid else ""),
             resource=[spec.name],
             severity="WARNING" if summary.status != "completed" else "INFO",
@@ -126,7 +127,12 @@ class ToolRunner:
         return text
 
     def _norfab(
-        self, spec: ToolSpec, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool], summary: ToolCallSummary
+        self,
+        spec: ToolSpec,
+        arguments: Dict[str, Any],
+        run: Any,
+        interrupted: Callable[[], bool],
+        summary: ToolCallSummary,
     ) -> Tuple[str, str, Optional[str]]:
         kwargs = self.prepare(spec, arguments)
         timeout = self._timeout(spec, run)
@@ -154,7 +160,9 @@ class ToolRunner:
             )
         refused = guards.refused_names(arguments)
         if refused:
-            raise ToolError(f"argument(s) {', '.join(refused)} are never accepted from a model; call again without them")
+            raise ToolError(
+                f"argument(s) {', '.join(refused)} are never accepted from a model; call again without them"
+            )
         declared = set((spec.parameters or {}).get("properties") or {})
         unknown = sorted(set(arguments) - declared)
         if unknown and not is_open(spec.parameters or {}):
@@ -166,7 +174,9 @@ class ToolRunner:
             jsonschema.validate(arguments, spec.parameters or {"type": "object"})
         except jsonschema.ValidationError as error:
             path = ".".join(str(p) for p in error.absolute_path) or "arguments"
-            raise ToolError(f"invalid arguments ({path}): {error.message}; call again with arguments matching the schema") from None
+            raise ToolError(
+                f"invalid arguments ({path}): {error.message}; call again with arguments matching the schema"
+            ) from None
         definition = spec.definition
         spliced = {k: arguments[k] for k in target.job_data if k in arguments}
         try:
@@ -206,7 +216,9 @@ class ToolRunner:
                 return
             if approval.state == "denied":
                 raise ToolError(f"{approval.decided_by or 'an operator'} denied this call{note}; it was not made")
-            raise ToolError(f"this tool needs the operator's approval: approval {approval.approval_id} expired{note}; the call was not made")
+            raise ToolError(
+                f"this tool needs the operator's approval: approval {approval.approval_id} expired{note}; the call was not made"
+            )
         question = (
             f"Agent '{spec.agent}' wants to run tool {spec.name} ({spec.target.service}.{spec.target.task}) "
             f"with {json.dumps(arguments, sort_keys=True)}. Allow?"
@@ -242,7 +254,9 @@ class ToolRunner:
             if interrupted():
                 raise ToolError("the run was interrupted before the call was made")
             if time.time() > deadline:
-                raise ToolError(f"waited {timeout:.0f}s for other calls to {target.service} to finish; the call was not made")
+                raise ToolError(
+                    f"waited {timeout:.0f}s for other calls to {target.service} to finish; the call was not made"
+                )
         try:
             future = self.client.submit_job(
                 target.service,
@@ -290,7 +304,9 @@ class ToolRunner:
                 errors.append(f"{worker}: no hosts matched the host filters")
             elif result.get("failed") or result.get("status") in ("timeout", "error", "failed"):
                 entry["failed"] = True
-                entry["errors"] = redact(result.get("errors") or [f"task failed with status {result.get('status')}"], self.secrets())
+                entry["errors"] = redact(
+                    result.get("errors") or [f"task failed with status {result.get('status')}"], self.secrets()
+                )
                 errors.append(f"{worker}: {'; '.join(entry['errors'])}")
             if result.get("result") is not None:
                 # failed results often carry the per-device reason; device

@@ -188,7 +188,6 @@ def list_tasks(client: Any, service: str) -> Tuple[Optional[Dict[str, dict]], Op
     return {task["name"]: task for task in result.get("result") or []}, None
 
 
-
 class ToolBox:
     """Every agent's tool specs on one worker."""
 
@@ -207,7 +206,9 @@ class ToolBox:
             }
             for agent, a in agents.items()
         }
-        refresh(self.client, [spec for tools in specs.values() for spec in tools.values() if isinstance(spec, ToolSpec)])
+        refresh(
+            self.client, [spec for tools in specs.values() for spec in tools.values() if isinstance(spec, ToolSpec)]
+        )
         self.specs.update(specs)
 
     def get(self, agent: str, name: str) -> Optional[ToolSpec]:
@@ -224,7 +225,12 @@ class ToolBox:
             if time.time() - self._tried < RETRY_INTERVAL:
                 return False
             self._tried = time.time()
-        broken = [spec for tools in self.specs.values() for spec in tools.values() if isinstance(spec, ToolSpec) and spec.error]
+        broken = [
+            spec
+            for tools in self.specs.values()
+            for spec in tools.values()
+            if isinstance(spec, ToolSpec) and spec.error
+        ]
         if not broken:
             return False
         refresh(self.client, broken)
