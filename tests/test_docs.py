@@ -24,6 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE, DOCS, TESTS = ROOT / "norfab_hermes", ROOT / "docs", ROOT / "tests"
+TASKS = PACKAGE / "worker" / "tasks"  # the NorFab task mixins and HermesTask
 PAGES = sorted(DOCS.rglob("*.md")) + [ROOT / "README.md"]
 HTTP_METHOD = r"GET|POST|PUT|PATCH|DELETE"
 HOLE, MORE = "\x00", "\x01"  # a placeholder: a value, and text left out ("...")
@@ -49,7 +50,7 @@ def where(path: Path) -> str:
 def tasks() -> Dict[str, Dict[str, Any]]:
     """Every @HermesTask of the worker: its REST methods (None: not published), MCP, NorFab agent."""
     constants = {}
-    for node in ast.parse(text(PACKAGE / "worker" / "task.py")).body:
+    for node in ast.parse(text(TASKS / "base.py")).body:
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
             try:
                 constants[node.targets[0].id] = ast.literal_eval(node.value)
@@ -60,7 +61,7 @@ def tasks() -> Dict[str, Dict[str, Any]]:
         return constants[node.id] if isinstance(node, ast.Name) else ast.literal_eval(node)
 
     found = {}
-    for path in sorted((PACKAGE / "worker").glob("*.py")):
+    for path in sorted(TASKS.glob("*.py")):
         for node in ast.walk(ast.parse(text(path))):
             if not isinstance(node, ast.FunctionDef):
                 continue
@@ -334,3 +335,13 @@ def test_the_test_inventory_lists_every_test_file():
     files = [path.relative_to(TESTS).as_posix() for path in TESTS.rglob("test_*.py")]
     missing = [name for name in files if f"`{name}`" not in listed]
     assert not missing, f"not in docs/developers/tests.md: {missing}"
+
+
+def test_source_files_the_docs_name_exist():
+    roots = {"norfab_hermes": ROOT, "tests": ROOT, "examples": ROOT, "benchmarks": ROOT, "worker": PACKAGE, "nfcli": PACKAGE}
+    missing = []
+    for path in PAGES:
+        for quoted in re.findall(r"`((?:norfab_hermes|tests|examples|benchmarks|worker|nfcli)/[\w/.-]+\.(?:py|yaml|md))`", text(path)):
+            if not (roots[quoted.split("/")[0]] / quoted).exists():
+                missing.append(f"{where(path)}: {quoted}")
+    assert not missing, f"no such file: {missing}"

@@ -89,7 +89,7 @@ def test_a_bug_in_a_task_is_an_internal_error_without_traceback():
     # in a fresh interpreter: a task registered here would leak into the NorFab workers this process forks
     code = textwrap.dedent(
         """
-        from norfab_hermes.worker.task import HermesTask
+        from norfab_hermes.worker.tasks.base import HermesTask
 
         class Worker:
             name = "hermes-x"

@@ -163,8 +163,8 @@ def test_two_agents_on_one_device_keep_their_own_evidence(lab):
 
 def test_a_result_older_than_the_run_is_marked_stale():
     from norfab_hermes.models import ToolDefinition
-    from norfab_hermes.worker.tool_runner import ToolRunner
-    from norfab_hermes.worker.tool_specs import ToolSpec
+    from norfab_hermes.worker.tools.runner import ToolRunner
+    from norfab_hermes.worker.tools.specs import ToolSpec
 
     spec = ToolSpec("probe", "inspect_clock", ToolDefinition.model_validate(AGENTS["probe"]["tools"]["inspect_clock"]))
     result = {"status": "completed", "failed": False, "errors": [], "result": {"r1": {"show clock": "09:14"}}}

@@ -1,7 +1,7 @@
 """
 The shape that keeps the package livable: the client side never loads the
-worker or Hermes, only the Hermes room imports Hermes, and no module of the
-package imports another in a circle.
+worker or Hermes, only the Hermes room imports Hermes, the eval harness is
+client side, and no module of the package imports another in a circle.
 """
 
 import ast
@@ -12,6 +12,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "norfab_hermes"
 HERMES_ROOM = PACKAGE / "worker" / "hermes"
+EVAL_ROOM = PACKAGE / "eval"
 HERMES_PACKAGES = set(distribution("hermes-agent").read_text("top_level.txt").split())
 
 
@@ -73,10 +74,21 @@ def test_the_package_has_no_import_cycle():
     assert not cycles, cycles
 
 
+def test_the_eval_room_imports_neither_the_worker_nor_hermes():
+    # the harness drives agents through the public tasks, as any client does
+    offenders = {
+        name: sorted(m for m in imports(path) if m.startswith("norfab_hermes.worker") or m.split(".")[0] in HERMES_PACKAGES)
+        for name, path in MODULES.items()
+        if EVAL_ROOM in path.parents
+    }
+    assert set(offenders) >= {"norfab_hermes.eval.cli", "norfab_hermes.eval.runner"}
+    assert not {name: found for name, found in offenders.items() if found}
+
+
 def test_the_client_side_never_loads_the_worker_or_hermes():
     # NorFab's task registry is process-global: worker modules in a client process leak tasks into workers
     code = (
-        "import sys, norfab_hermes.nfcli_shell, norfab_hermes.routing, norfab_hermes.models; "
+        "import sys, norfab_hermes.nfcli_shell, norfab_hermes.routing, norfab_hermes.models, norfab_hermes.eval.cli; "
         f"bad = [m for m in sys.modules if m.split('.')[0] in {sorted(HERMES_PACKAGES)!r} "
         "or m.startswith('norfab_hermes.worker')]; "
         "print(bad); sys.exit(1 if bad else 0)"

@@ -6,7 +6,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from norfab_hermes.redact import MASK, redact, scrub
+from norfab_hermes.safety.redact import MASK, redact, scrub
 
 # words a secret stands after; a line without any of them is never a secret line
 KEYWORDS = re.compile(r"password|passwd|secret|key|token|community|credential|snmp|tacacs|radius|bearer|\$\d", re.I)

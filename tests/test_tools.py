@@ -260,8 +260,8 @@ def test_no_match_is_reported_as_such(nf, model):
 def test_an_empty_completed_result_for_named_hosts_is_not_evidence():
     # the signature of overlapping nornir jobs: completed, no errors, no data
     from norfab_hermes.models import ToolDefinition
-    from norfab_hermes.worker.tool_runner import ToolRunner
-    from norfab_hermes.worker.tool_specs import ToolSpec
+    from norfab_hermes.worker.tools.runner import ToolRunner
+    from norfab_hermes.worker.tools.specs import ToolSpec
 
     spec = ToolSpec("interfaces", "inspect_interfaces", ToolDefinition.model_validate(AGENTS["interfaces"]["tools"]["inspect_interfaces"]))
     reply = {"nornir-worker-1": {"status": "completed", "failed": False, "errors": [], "result": {}}}

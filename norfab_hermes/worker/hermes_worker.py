@@ -20,14 +20,14 @@ from norfab.core.worker import NFPWorker
 from ..errors import AgentUnavailable, InvalidRequest, InventoryError
 from ..models import AgentDefinition, AgentReference, parse_agent, parse_inventory
 from ..norfab_compat import answer_unknown_tasks
-from .agents_tasks import AgentTasks
-from .approvals_tasks import ApprovalTasks
 from .host import HermesHost
-from .runs_tasks import RunTasks
-from .schedules_tasks import ScheduleTasks
-from .service_tasks import ServiceTasks
-from .sessions_tasks import SessionTasks
-from .task import hide_builtin_tasks
+from .tasks.agents import AgentTasks
+from .tasks.approvals import ApprovalTasks
+from .tasks.base import hide_builtin_tasks
+from .tasks.runs import RunTasks
+from .tasks.schedules import ScheduleTasks
+from .tasks.service import ServiceTasks
+from .tasks.sessions import SessionTasks
 
 SERVICE = "hermes"
 CONTROL_JOB_SLOTS = 4  # NorFab job slots kept free for status, interrupt and get_* tasks
@@ -94,7 +94,9 @@ class HermesWorker(NFPWorker, RunTasks, ApprovalTasks, SessionTasks, AgentTasks,
                 log.error(f"{self.name} - Agent '{name}' is unavailable: {error}")
                 errors[name] = str(error)
         root = Path(inventory.hermes_home or os.path.join(self.base_dir, "hermes"))
-        return HermesHost(self.name, root, inventory, agents, errors, client=self.client, definition_of=self._inventory_definition)
+        return HermesHost(
+            self.name, root, inventory, agents, errors, client=self.client, definition_of=self._inventory_definition
+        )
 
     def _load_reference(self, name: str, reference: AgentReference) -> AgentDefinition:
         # at start-up the filesharing worker may not be ready yet: try for a while
@@ -104,7 +106,9 @@ class HermesWorker(NFPWorker, RunTasks, ApprovalTasks, SessionTasks, AgentTasks,
         """An inventory agent's definition as the inventory says now (its nf:// file read again)."""
         entry = parse_inventory(self.load_inventory() or {}).agents.get(name)
         if entry is None:
-            raise InvalidRequest(f"agent: '{name}' is no longer in the worker's inventory; restart the worker to drop it")
+            raise InvalidRequest(
+                f"agent: '{name}' is no longer in the worker's inventory; restart the worker to drop it"
+            )
         parsed = parse_agent(name, entry)
         return self.fetch_definition(name, parsed.from_yaml_file) if isinstance(parsed, AgentReference) else parsed
 
@@ -118,7 +122,9 @@ class HermesWorker(NFPWorker, RunTasks, ApprovalTasks, SessionTasks, AgentTasks,
                 break
             time.sleep(1)
         else:
-            raise InventoryError(f"agent '{name}': could not fetch '{url}'; check the path under the NorFab base directory")
+            raise InventoryError(
+                f"agent '{name}': could not fetch '{url}'; check the path under the NorFab base directory"
+            )
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as error:

@@ -5,17 +5,15 @@ The host: one worker's Hermes, wired from small owners.
 adapter reach through the port (``hermes.port``). It owns no state of its
 own beyond the wiring: the runtime (Hermes, gateway, loop thread), the agent
 catalog (definitions, profiles, secrets), the tool box and tool runner, the
-run registry and the session queries each keep theirs.
+run registry and pipeline and the session queries each keep theirs.
 """
 
 import logging
 import threading
-import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from .. import host_access
-from ..errors import AgentUnavailable, InvalidRequest
+from ..errors import AgentUnavailable
 from ..models import (
     AgentDefinition,
     ApprovalInfo,
@@ -23,34 +21,34 @@ from ..models import (
     HermesInventory,
     InterruptResultData,
     InvokeResultData,
-    Lineage,
     ManageAgentResultData,
     RunStateData,
     ScheduleDefinition,
     ScheduleResultData,
     SessionDetails,
     SessionSummary,
-    StopReason,
 )
-from . import commands, turns
-from .agents import AgentCatalog
-from .approvals import ApprovalInbox
-from .delegation import Delegator
-from .hermes import compat, plugin, port
-from .lifecycle import Lifecycle
-from .runs import Run, ToolBudget
-from .runs_registry import RunRegistry
-from .runtime import HermesRuntime
-from .schedules import Schedules
-from .sessions import Sessions
-from .tool_runner import ToolRunner
-from .tool_specs import ToolBox, ToolSpec
+from ..safety import host_access
+from .agents import profiles
+from .agents.catalog import AgentCatalog
+from .agents.lifecycle import Lifecycle
+from .hermes import compat, metering, patches, plugin, port
+from .hermes.runtime import HermesRuntime
+from .runs import turn
+from .runs.approvals import ApprovalInbox
+from .runs.pipeline import RunPipeline
+from .runs.registry import RunRegistry
+from .runs.run import Run
+from .schedules.ticker import Schedules
+from .sessions import commands
+from .sessions.store import Sessions
+from .tools.delegation import Delegator
+from .tools.runner import ToolRunner
+from .tools.specs import ToolBox, ToolSpec
 
 log = logging.getLogger(__name__)
 
-JOB_TIMEOUT_MARGIN = 3.0  # seconds between the end of a run budget and the NorFab job timeout
 STOP_ADAPTER_TIMEOUT = 30.0
-SESSION_ID_WAIT = 2.0  # seconds start_run waits for a new session's id before answering without it
 CUT_BY_RESTART = (
     "[This turn was cut short: the hermes worker stopped before it finished, and it was not resumed. "
     "The request above was not completed; answer the next message for itself.]"
@@ -88,10 +86,23 @@ class HermesHost:
         self.runs = RunRegistry(worker_name, root, inventory.max_concurrent_runs)
         self.sessions = Sessions(worker_name, self.runtime)
         self.tools = ToolBox(client, inventory.tool_retry_interval)
-        self.schedules = Schedules(worker_name, self.catalog, self.runtime, self.run_scheduled)
-        self.lifecycle = Lifecycle(worker_name, self.catalog, self.runtime, self.runs, self.tools, definition_of or self.catalog.require)
+        self.lifecycle = Lifecycle(
+            worker_name, self.catalog, self.runtime, self.runs, self.tools, definition_of or self.catalog.require
+        )
         self.approvals = ApprovalInbox(worker_name)
         self.delegator = Delegator(client, worker_name, self.catalog.secrets)
+        self.pipeline = RunPipeline(
+            worker_name,
+            inventory,
+            self.catalog,
+            self.runtime,
+            self.runs,
+            self.sessions,
+            self.tools,
+            self.delegator,
+            self.stopping,
+        )
+        self.schedules = Schedules(worker_name, self.catalog, self.runtime, self.pipeline.run_scheduled)
         self.tool_runner = ToolRunner(
             client,
             inventory.tool_result_max_chars,
@@ -110,10 +121,10 @@ class HermesHost:
 
     def start(self) -> None:
         """Prepare the instance root, import Hermes, render the agents' profiles, start the gateway."""
-        self.runtime.prepare(self.catalog.max_turns_ceiling())
-        compat.serve_profile_secrets(self.catalog.secrets_for)
-        compat.per_profile_iterations(self.catalog.iterations)
-        compat.meter_model_requests(self.admit_model_request)
+        self.runtime.prepare(profiles.root_config(self.catalog.max_turns_ceiling()))
+        patches.serve_profile_secrets(self.catalog.secrets_for)
+        patches.per_profile_iterations(self.catalog.iterations)
+        metering.meter_model_requests(self.admit_model_request)
         self.catalog.sync_profiles()
         self.tools.load(self.catalog.agents)
         plugin.install_tools(self.tools.specs)
@@ -140,7 +151,9 @@ class HermesHost:
         # before the gateway starts: it would otherwise run cut turns again on its own
         cut = compat.settle_cut_turns(runner, self.root, self.runs.cut_by_last_stop(), CUT_BY_RESTART)
         if cut:
-            log.warning(f"{self.worker_name} - Turns cut by the last shutdown, recorded and not resumed: sessions {cut}")
+            log.warning(
+                f"{self.worker_name} - Turns cut by the last shutdown, recorded and not resumed: sessions {cut}"
+            )
         self.runs.reset_ledger()
 
     def stop(self) -> None:
@@ -149,7 +162,7 @@ class HermesHost:
             return
         self.stopping.set()
         self.schedules.stop()
-        self.runs.stop_all("worker shutting down", turns.GRACE, turns.POLL)
+        self.runs.stop_all("worker shutting down", turn.GRACE, turn.POLL)
         self.runtime.stop()
         port.unbind(self)
         log.info(f"{self.worker_name} - Hermes gateway stopped")
@@ -157,10 +170,7 @@ class HermesHost:
     # ---------------------------------------------------------------- state
 
     def require(self, agent: str) -> AgentDefinition:
-        definition = self.catalog.require(agent)
-        if self.stopping.is_set():
-            raise AgentUnavailable(f"worker '{self.worker_name}' is shutting down")
-        return definition
+        return self.pipeline.require(agent)
 
     def availability(self) -> Dict[str, bool]:
         up = not self.stopping.is_set()
@@ -182,132 +192,15 @@ class HermesHost:
         interactive: bool = False,
         lineage: Optional[Dict[str, Any]] = None,
     ) -> InvokeResultData:
-        self._check_instructions(instructions)
-        asked_by = self._check_lineage(agent, lineage, getattr(job, "client_address", None))
-        run = self._accept(agent, session_id, timeout, job, interactive)
-        run.lineage = asked_by
-        return self._execute(run, instructions)
+        return self.pipeline.invoke(agent, instructions, session_id, timeout, job, interactive, lineage)
 
-    def _check_lineage(self, agent: str, lineage: Optional[Dict[str, Any]], client: Optional[str]) -> Optional[Lineage]:
-        """A delegated run's lineage, as the asking run's worker confirms it; a cycle is refused."""
-        if lineage is None:
-            return None
-        asked_by = Lineage.model_validate(lineage)
-        here = f"{agent}@{self.worker_name}"
-        if here in asked_by.chain:
-            raise InvalidRequest(f"lineage: {here} is already in the chain {' -> '.join(asked_by.chain)}; a delegation cycle is refused")
-        self.require(agent)
-        refusal = self.delegator.confirm(asked_by, agent)
-        if refusal:
-            log.warning(f"{self.worker_name} - Refused a run of '{agent}' for client {client} claiming lineage {lineage}: {refusal}")
-            raise InvalidRequest(f"lineage: {refusal}; only a delegate of the asking run's agent may pass a lineage")
-        return asked_by
-
-    def run_scheduled(self, agent: str, prompt: str, schedule_id: str) -> InvokeResultData:
-        """A due schedule, as a run of its agent: a session of its own, nobody attached."""
-        return self._execute(self._accept(agent, None, None, None, False, schedule_id), prompt)
-
-    def start_run(self, agent: str, instructions: str, session_id: Optional[str], timeout: Optional[float]) -> RunStateData:
-        """A run in the background: its ids at once; get_run follows it."""
-        self._check_instructions(instructions)
-        run = self._accept(agent, session_id, timeout, None, False)
-        threading.Thread(target=self._background, args=(run, instructions), name=f"hermes-run-{run.run_id}", daemon=True).start()
-        deadline = time.time() + SESSION_ID_WAIT
-        while run.session_id is None and run.finished is None and time.time() < deadline:
-            time.sleep(turns.POLL / 2)
-        return self.run_state(agent, run.run_id)
-
-    def _background(self, run: Run, instructions: str) -> None:
-        try:
-            self._execute(run, instructions)
-        except Exception as error:  # a refused or failed run still ends, with the reason in its journal
-            run.warnings.append(str(error))
-            run.event(f"run {run.run_id} failed: {error}", severity="WARNING")
+    def start_run(
+        self, agent: str, instructions: str, session_id: Optional[str], timeout: Optional[float]
+    ) -> RunStateData:
+        return self.pipeline.start_run(agent, instructions, session_id, timeout)
 
     def run_state(self, agent: str, run_id: str, offset: int = 0) -> RunStateData:
-        self.catalog.require_known(agent)
-        run = self.runs.get(agent, run_id)
-        events = run.events[offset:]
-        return RunStateData(
-            run_id=run.run_id,
-            agent=run.agent,
-            worker=self.worker_name,
-            session_id=run.session_id,
-            state=run.state,
-            stop_reason=run.stop_reason if run.finished is not None else None,
-            started=run.summary().started,
-            events=events,
-            next_offset=offset + len(events),
-            approvals=run.approvals,
-            reply=run.reply,
-            result=run.result,
-        )
-
-    @staticmethod
-    def _check_instructions(instructions: str) -> None:
-        if instructions.lstrip().startswith("/"):
-            raise InvalidRequest(
-                f"instructions: '{instructions.split()[0]}' looks like a slash command; use the command task for commands"
-            )
-
-    def _accept(
-        self,
-        agent: str,
-        session_id: Optional[str],
-        timeout: Optional[float],
-        job: Any,
-        interactive: bool,
-        schedule_id: Optional[str] = None,
-    ) -> Run:
-        """A run of the agent, with its budgets, tracked from now on (queued until it executes)."""
-        definition = self.require(agent)
-        if self.tools.retry_unavailable():
-            plugin.install_tools(self.tools.specs)
-        budget = min(timeout or definition.run_timeout, definition.run_timeout)
-        job_timeout = getattr(job, "timeout", None)
-        if job_timeout:
-            # the run must end before the caller stops waiting for the job
-            budget = min(budget, max(1.0, job_timeout - JOB_TIMEOUT_MARGIN))
-        chat_id = self.sessions.chat_for(agent, session_id)
-        tool_budget = ToolBudget(
-            max_calls=definition.max_tool_calls or self.inventory.max_tool_calls,
-            max_targets=definition.max_targets or self.inventory.max_targets,
-            max_repeats=self.inventory.max_repeated_calls,
-        )
-        key = compat.session_key(chat_id, agent)
-        run = Run(
-            agent, chat_id, key, budget, self.catalog.max_turns(definition), job, interactive, tool_budget, definition.approval_timeout
-        )
-        run.session_id, run.schedule_id = session_id, schedule_id
-        self.runs.track(run)
-        return run
-
-    def _execute(self, run: Run, instructions: str) -> InvokeResultData:
-        """Wait for a run slot and the session, run the turn, build the envelope; the run ends either way."""
-        result = None
-        try:
-            with self.runs.slot(run), self.runs.chat_turn(run), self.runs.executing(run):
-                run.event(
-                    f"run {run.run_id} started on agent '{run.agent}'",
-                    extras={
-                        "run_id": run.run_id,
-                        "agent": run.agent,
-                        "session_id": run.session_id,
-                        "worker": self.worker_name,
-                        "job_uuid": run.job_uuid,
-                        "lineage": run.lineage.model_dump() if run.lineage else None,
-                    },
-                )
-                turn = turns.wait(self.runtime, run, instructions, self.stopping)
-                result = turns.envelope(self.runtime, run, turn, self.worker_name, self.catalog.secrets())
-                if result.stop_reason != StopReason.completed.value and turn is not None:
-                    note = f"[This turn ended without an answer ({result.stop_reason}: {run.stop_message or 'see the run warnings'}).]"
-                    compat.close_unanswered_turn(self.runtime.runner, result.session_id, note)
-            run.event(f"run {run.run_id} {result.stop_reason}", extras={"run_id": run.run_id, "session_id": result.session_id})
-            return result
-        finally:
-            compat.forget_model_requests(run.session_key)
-            self.runs.finish(run, result)
+        return self.pipeline.run_state(agent, run_id, offset)
 
     def decide(self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str]) -> ApprovalInfo:
         return self.approvals.decide(approval_id, approve, by, note)
@@ -378,7 +271,9 @@ class HermesHost:
     def tool_spec(self, agent: str, name: str) -> Optional[ToolSpec]:
         return self.tools.get(agent, name)
 
-    def call_tool(self, spec: ToolSpec, arguments: Dict[str, Any], run: Optional[Run], interrupted: Callable[[], bool]) -> str:
+    def call_tool(
+        self, spec: ToolSpec, arguments: Dict[str, Any], run: Optional[Run], interrupted: Callable[[], bool]
+    ) -> str:
         return self.tool_runner.call(spec, arguments, run, interrupted)
 
     def ask_operator(self, session_key: str, question: str, default: Any) -> Any:

@@ -107,9 +107,7 @@ class NorfabAdapter(BasePlatformAdapter):
         self._collect(chat_id, {"content": content, "final": final, "message_id": message_id})
         return SendResult(success=True, message_id=message_id)
 
-    async def edit_message(
-        self, chat_id: str, message_id: str, content: str, *, finalize: bool = False
-    ) -> SendResult:
+    async def edit_message(self, chat_id: str, message_id: str, content: str, *, finalize: bool = False) -> SendResult:
         self._collect(chat_id, {"content": content, "edit_of": message_id, "final": False})
         return SendResult(success=True, message_id=message_id)
 
@@ -154,9 +152,7 @@ class NorfabAdapter(BasePlatformAdapter):
     ) -> Turn:
         """Hand ``text`` to the gateway as a message in ``chat_id``; the turn completes later."""
         source = message_source(chat_id, profile)
-        event = MessageEvent(
-            text=text, message_type=MessageType.TEXT, source=source, message_id=uuid.uuid4().hex[:12]
-        )
+        event = MessageEvent(text=text, message_type=MessageType.TEXT, source=source, message_id=uuid.uuid4().hex[:12])
         turn = Turn(chat_id, on_text)
         if text.startswith("/") and compat.chat_is_busy(self, build_session_key(source)):
             # the gateway answers a command for a busy chat inline, with one

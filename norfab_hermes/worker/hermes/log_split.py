@@ -22,7 +22,7 @@ from importlib.metadata import distribution
 from pathlib import Path
 from typing import Callable, Iterable, List
 
-from ...redact import scrub
+from ...safety.redact import scrub
 from . import compat
 
 # loggers Hermes uses outside its own packages: directory plugins and its

@@ -61,7 +61,9 @@ def _guard_tools(tool_name: str = "", **_: Any) -> Optional[dict]:
         host = port.current()
         if _is_norfab_tool(tool_name):  # checked by the tool runner, per agent
             return None
-        reason = host.tool_refusal(get_active_profile_name(), tool_name) if host else "no hermes worker serves this turn"
+        reason = (
+            host.tool_refusal(get_active_profile_name(), tool_name) if host else "no hermes worker serves this turn"
+        )
     except Exception as error:  # never let a broken check open the door
         log.error(f"Tool guard failed for {tool_name}: {error!r}")
         reason = "the worker could not check this tool"

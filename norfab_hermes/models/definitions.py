@@ -1,0 +1,380 @@
+"""
+The worker inventory and what it defines: agents, their NorFab tools and
+delegates, schedules, and the lineage of a delegated run. Every refusal names
+the agent, the field and the fix.
+"""
+
+import re
+from typing import Any, Dict, List, Literal, Union
+
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from ..errors import InventoryError
+from ..safety import commands, guards, host_access
+from .base import StrictModel, describe_validation_error
+
+PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+# Hermes keeps these profile names for itself
+RESERVED_PROFILE_NAMES = {"default", "profiles", "hermes", "test", "tmp", "root", "sudo"}
+
+
+# The parts of native Hermes config that norfab-hermes owns: an agent
+# definition sets them through its own fields, never through ``hermes``.
+OWNED_HERMES_KEYS = {
+    "platform_toolsets": "list toolsets under the agent's 'toolsets' field",
+    "platforms": "the NorFab platform is configured by the worker",
+    "plugins": "plugins are enabled by the worker",
+    "gateway": "the gateway is configured by the worker",
+}
+
+
+# Native Hermes slash commands the command task runs, through the gateway.
+# Everything else is refused: commands that act on the host process, change
+# what inventory owns (model, platforms, approvals) or start agent work
+# outside a run's budgets.
+SUPPORTED_COMMANDS = {
+    "help": "show the native commands",
+    "commands": "browse commands and skills",
+    "new": "start a new session in this chat (alias: reset)",
+    "reset": "start a new session in this chat",
+    "sessions": "list this agent's titled sessions",
+    "resume": "resume a named session in this chat",
+    "title": "set the session title",
+    "status": "session, model, token and context info",
+    "usage": "token usage of the session",
+    "insights": "usage insights and analytics",
+    "memory": "review pending memory writes",
+    "bundles": "list skill bundles",
+    "profile": "show the profile name and home",
+    "version": "show the Hermes Agent version",
+}
+
+
+# The gateway drops these even if they reach it some other way.
+BLOCKED_COMMANDS = {"restart", "update"}
+
+
+DEFAULT_RUN_TIMEOUT = 300.0
+
+
+DEFAULT_TOOL_TIMEOUT = 60.0
+
+
+MAX_DELEGATION_DEPTH = 5  # no agent may set more: every level multiplies model calls and device load
+
+
+TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class NorfabToolTarget(StrictModel):
+    """Where a NorFab tool runs: the NorFab task and its fixed parts."""
+
+    service: StrictStr = Field(..., description="NorFab service, e.g. nornir")
+    task: StrictStr = Field(..., description="Task of that service, e.g. cli")
+    workers: Union[StrictStr, List[StrictStr]] = Field(
+        "any", description="Job routing selector: any, all, a worker name or a list of names"
+    )
+    timeout: PositiveFloat = Field(
+        DEFAULT_TOOL_TIMEOUT,
+        description="Job timeout in seconds, capped by the run's remaining time budget",
+    )
+    kwargs: Dict[StrictStr, Any] = Field({}, description="Fixed task arguments; the model cannot override them")
+    job_data: List[StrictStr] = Field([], description="Model argument names moved into the task's job_data")
+
+    @model_validator(mode="after")
+    def _allowed_target(self) -> "NorfabToolTarget":
+        reason = guards.forbidden_target(self.service, self.task)
+        if reason:
+            raise ValueError(reason)
+        return self
+
+
+class ToolDefinition(StrictModel):
+    """A NorFab task offered to an agent as a named tool."""
+
+    description: Union[None, StrictStr] = Field(
+        None, description="What the tool does; defaults to the task's description"
+    )
+    input_schema: Union[None, Dict[StrictStr, Any]] = Field(
+        None,
+        description="JSON schema of the model's arguments; defaults to the task's input schema minus fixed arguments",
+    )
+    norfab: NorfabToolTarget = Field(..., description="The NorFab task behind the tool")
+    approval: StrictBool = Field(False, description="Ask the operator before every call (for tools that change state)")
+    allow_files: StrictBool = Field(
+        False, description="Let the model pass nf:// or git:// file names; off: files can hold credentials"
+    )
+    allow_multiline: StrictBool = Field(
+        False,
+        description="Let the model send multi-line values, e.g. configuration text; off: a line break adds a command",
+    )
+    allow_commands: Union[None, List[StrictStr]] = Field(
+        None,
+        description="Regular expressions a command the model sends must match in whole (case-insensitive), for "
+        "arguments that reach the device as commands (commands, config, ...); default: read-only "
+        "show/display/ping/traceroute forms",
+    )
+
+    @field_validator("allow_commands")
+    @classmethod
+    def _patterns(cls, value: Union[None, List[str]]) -> Union[None, List[str]]:
+        if value is not None:
+            if not value:
+                raise ValueError("allow_commands must list at least one pattern; omit it for the read-only default")
+            commands.compile_commands(value)
+        return value
+
+    @field_validator("norfab")
+    @classmethod
+    def _no_secret_kwargs(cls, value: NorfabToolTarget) -> NorfabToolTarget:
+        host_access.refuse_secrets(value.kwargs, "norfab.kwargs")
+        return value
+
+    @field_validator("input_schema")
+    @classmethod
+    def _no_guarded_arguments(cls, value: Union[None, Dict[str, Any]]) -> Union[None, Dict[str, Any]]:
+        refused = guards.refused_names((value or {}).get("properties") or {})
+        if refused:
+            raise ValueError(
+                f"input_schema offers {', '.join(refused)} to the model; "
+                "remove it, or fix its value under norfab.kwargs"
+            )
+        return value
+
+
+class DelegateDefinition(StrictModel):
+    """Another agent offered to an agent as a tool: its question goes to that agent on that worker."""
+
+    agent: StrictStr = Field(..., description="The agent asked, e.g. routing")
+    workers: StrictStr = Field(..., description="The one hermes worker that serves it, e.g. hermes-lab-2")
+    description: Union[None, StrictStr] = Field(
+        None, description="When the model should ask; defaults to 'Ask agent AGENT on worker WORKER'"
+    )
+    timeout: Union[None, PositiveFloat] = Field(
+        None, description="Longest the asked agent may take, seconds; never more than the caller's remaining budget"
+    )
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, value: str) -> str:
+        return check_agent_name(value)
+
+    @field_validator("workers")
+    @classmethod
+    def _one_worker(cls, value: str) -> str:
+        if value in ("any", "all") or any(c in value for c in "*?[,"):
+            raise ValueError(
+                f"workers '{value}' must name exactly one hermes worker, e.g. hermes-lab-2: "
+                "a delegate asks one agent on one worker, whose session and runs stay there"
+            )
+        return value
+
+
+class AgentDefinition(StrictModel):
+    """A named agent: one native Hermes profile on a hermes worker."""
+
+    instructions: StrictStr = Field(..., min_length=1, description="The agent's instructions (its SOUL.md)")
+    description: Union[None, StrictStr] = Field(None, description="One line for agent lists; defaults to the name")
+    hermes: Dict[StrictStr, Any] = Field(
+        {},
+        description="Native Hermes config for the profile, e.g. model and agent settings; "
+        "credentials are named with model.api_key_env, never written",
+    )
+    toolsets: List[StrictStr] = Field([], description="Hermes toolsets enabled for the agent, e.g. norfab")
+    tools: Dict[StrictStr, ToolDefinition] = Field({}, description="NorFab tools by tool name")
+    run_timeout: PositiveFloat = Field(DEFAULT_RUN_TIMEOUT, description="Wall-clock budget of one run, seconds")
+    max_tool_calls: Union[None, PositiveInt] = Field(
+        None, description="NorFab tool calls per run; defaults to the worker's max_tool_calls"
+    )
+    max_targets: Union[None, PositiveInt] = Field(
+        None, description="Distinct devices a run may touch through nornir tools; defaults to the worker's max_targets"
+    )
+    approval_timeout: NonNegativeFloat = Field(
+        0,
+        description="Seconds a run nobody is attached to waits in the approval inbox for an approval-gated "
+        "tool (approve/deny tasks); 0 refuses such calls at once",
+    )
+    delegates: Dict[StrictStr, DelegateDefinition] = Field(
+        {}, description="Other agents this agent may ask, by tool name (listed with the norfab toolset)"
+    )
+    max_delegation_depth: int = Field(
+        2,
+        ge=0,
+        le=MAX_DELEGATION_DEPTH,
+        description="Longest chain of delegations, counted from the run that started it, this agent may extend",
+    )
+
+    @field_validator("hermes")
+    @classmethod
+    def _hermes_config(cls, value: Dict[str, Any]) -> Dict[str, Any]:
+        for key, fix in OWNED_HERMES_KEYS.items():
+            if key in value:
+                raise ValueError(f"'hermes.{key}' is managed by norfab-hermes: {fix}")
+        host_access.refuse_host_settings(value)
+        if not isinstance(value.get("model", {}), dict):
+            raise ValueError("'hermes.model' must be a mapping, e.g. {provider: custom, base_url: ..., default: ...}")
+        host_access.refuse_secrets(value, "hermes")
+        return value
+
+    @field_validator("tools", "delegates")
+    @classmethod
+    def _tool_names(cls, value: Dict[str, Any]) -> Dict[str, Any]:
+        for name in value:
+            if not TOOL_NAME_RE.fullmatch(name):
+                raise ValueError(f"tool name '{name}' must be 1-64 letters, digits, '_' or '-'")
+        return value
+
+    @field_validator("delegates")
+    @classmethod
+    def _one_name_one_tool(cls, value: Dict[str, Any], info: ValidationInfo) -> Dict[str, Any]:
+        both = sorted(set(value) & set(info.data.get("tools") or {}))
+        if both:
+            raise ValueError(f"{', '.join(both)} named both under tools and under delegates; rename one")
+        return value
+
+
+class AgentReference(StrictModel):
+    """An agent definition kept in a file served by NorFab (no name wrapper inside)."""
+
+    from_yaml_file: StrictStr = Field(..., description="nf:// or git:// URL of the definition")
+
+    @field_validator("from_yaml_file")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith(("nf://", "git://")):
+            raise ValueError(f"'{value}' must be an nf:// or git:// URL")
+        return value
+
+
+class HermesInventory(StrictModel):
+    """The hermes worker's inventory (agents are checked one by one, see parse_agent)."""
+
+    service: StrictStr = Field("hermes", description="Always hermes")
+    agents: Dict[StrictStr, Dict[StrictStr, Any]] = Field({}, description="Agent definitions or references by name")
+    model: Dict[StrictStr, Any] = Field(
+        {}, description="Model settings used by every agent that does not set them in hermes.model"
+    )
+    max_concurrent_runs: PositiveInt = Field(16, description="Agent runs this worker executes at once")
+    max_turns: PositiveInt = Field(
+        20, description="Model calls per run for agents that do not set hermes.agent.max_turns"
+    )
+    hermes_home: Union[None, StrictStr] = Field(
+        None, description="Instance root for Hermes state; defaults to the worker's __norfab__ directory"
+    )
+    tool_result_max_chars: PositiveInt = Field(
+        20000, description="Tool results longer than this are truncated and marked"
+    )
+    tool_concurrency_per_worker: PositiveInt = Field(1, description="Tool calls in flight at once to one target worker")
+    max_tool_calls: PositiveInt = Field(30, description="NorFab tool calls per run for agents that do not set it")
+    max_targets: PositiveInt = Field(
+        20, description="Distinct devices a run may touch through nornir tools, for agents that do not set it"
+    )
+    max_repeated_calls: PositiveInt = Field(
+        3, description="The same tool call with the same arguments this many times in one run stops the run"
+    )
+    tool_retry_interval: PositiveFloat = Field(
+        30.0, description="Seconds between retries of tools whose service did not answer (e.g. it started later)"
+    )
+    host_tools: Dict[StrictStr, List[StrictStr]] = Field(
+        {},
+        description="Hermes tools or toolsets that reach the worker host (terminal, file, browser, web, code "
+        "execution, ...), granted by agent name; no agent definition can grant them",
+    )
+    hermes_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "WARNING",
+        description="Level of Hermes' own log files (agent.log, gateway.log); INFO records every turn's steps "
+        "at some CPU cost per turn",
+    )
+
+    @field_validator("service")
+    @classmethod
+    def _service(cls, value: str) -> str:
+        if value != "hermes":
+            raise ValueError(f"service must be 'hermes', not '{value}'")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: Dict[str, Any]) -> Dict[str, Any]:
+        host_access.refuse_secrets(value, "model")
+        return value
+
+    @field_validator("agents", "host_tools")
+    @classmethod
+    def _agent_names(cls, value: Dict[str, Any]) -> Dict[str, Any]:
+        for name in value:
+            check_agent_name(name)
+        return value
+
+
+def check_agent_name(name: str) -> str:
+    if not PROFILE_NAME_RE.fullmatch(name) or name in RESERVED_PROFILE_NAMES:
+        raise ValueError(
+            f"agent name '{name}' is not a valid profile name: use 1-64 lowercase letters, "
+            f"digits, '_' or '-', starting with a letter or digit, not one of {sorted(RESERVED_PROFILE_NAMES)}"
+        )
+    return name
+
+
+def parse_inventory(data: Dict[str, Any]) -> HermesInventory:
+    try:
+        return HermesInventory.model_validate(data or {})
+    except ValidationError as error:
+        raise InventoryError(describe_validation_error(error, "hermes inventory")) from None
+
+
+def parse_agent(name: str, data: Any) -> Union[AgentDefinition, AgentReference]:
+    """Validate one agent entry; errors name the agent and the field."""
+    where = f"agent '{name}'"
+    if not isinstance(data, dict):
+        raise InventoryError(f"{where}: expected a mapping with 'instructions' or 'from_yaml_file'")
+    model = AgentReference if "from_yaml_file" in data else AgentDefinition
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise InventoryError(describe_validation_error(error, where)) from None
+
+
+class Lineage(StrictModel):
+    """Where a delegated run comes from: the chain of agents that asked, from the first run."""
+
+    parent_run_id: StrictStr = Field(..., description="Run that asked this one")
+    root_run_id: StrictStr = Field(..., description="Run that started the chain")
+    depth: int = Field(..., ge=1, le=MAX_DELEGATION_DEPTH, description="1 for a run asked by a first run, and so on")
+    chain: List[StrictStr] = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_DELEGATION_DEPTH,
+        description="AGENT@WORKER of every run above this one, first run first",
+    )
+
+    @model_validator(mode="after")
+    def _depth_is_chain(self) -> "Lineage":
+        if len(self.chain) != self.depth:
+            raise ValueError(f"chain lists {len(self.chain)} runs for depth {self.depth}; they must agree")
+        return self
+
+
+class ScheduleDefinition(StrictModel):
+    """A scheduled check: what to ask the agent, and when (a native Hermes cron job)."""
+
+    name: Union[None, StrictStr] = Field(None, min_length=1, max_length=80, description="Short name, e.g. r1-watch")
+    prompt: Union[None, StrictStr] = Field(None, min_length=1, description="What the agent is asked at every run")
+    schedule: Union[None, StrictStr] = Field(
+        None, description="'every 5m', a cron expression such as '*/5 * * * *', or an ISO time for one run"
+    )
+    repeat: Union[None, PositiveInt] = Field(None, description="Stop after this many runs; omit to run until removed")
+    skills: Union[None, List[StrictStr]] = Field(None, description="Hermes skills loaded before the prompt")

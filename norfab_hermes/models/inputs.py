@@ -1,0 +1,126 @@
+"""
+The inputs of the hermes service's NorFab tasks (validated by NorFab's
+``@Task``; NorFab adds its own job argument). Unknown arguments are refused.
+"""
+
+from enum import Enum
+from typing import Any, Dict, Union
+
+from pydantic import (
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    StrictBool,
+    StrictStr,
+)
+
+from .base import TaskInput
+from .definitions import Lineage, ScheduleDefinition
+
+
+class AgentAction(str, Enum):
+    create = "create"
+    clone = "clone"
+    start = "start"
+    stop = "stop"
+    restart = "restart"
+    delete = "delete"
+
+
+class ScheduleAction(str, Enum):
+    create = "create"
+    list = "list"
+    update = "update"
+    pause = "pause"
+    resume = "resume"
+    remove = "remove"
+    run = "run"
+    history = "history"
+
+
+class InvokeInput(TaskInput):
+    agent: StrictStr = Field(..., description="Agent name")
+    instructions: StrictStr = Field(..., min_length=1, description="What to ask the agent")
+    session_id: Union[None, StrictStr] = Field(None, description="Continue this session; omit to start a new one")
+    timeout: Union[None, PositiveFloat] = Field(
+        None, description="Run budget in seconds, at most the agent's run_timeout"
+    )
+    interactive: StrictBool = Field(
+        False,
+        description="The caller answers input requests (questions and approvals) while the run goes on; "
+        "otherwise they are refused at once, or wait in the approval inbox when the agent sets approval_timeout",
+    )
+    lineage: Union[None, Lineage] = Field(
+        None, description="Set by a delegating agent's worker: the runs that asked for this one"
+    )
+
+
+class AgentInput(TaskInput):
+    agent: StrictStr = Field(..., description="Agent name")
+
+
+class GetSessionsInput(AgentInput):
+    limit: PositiveInt = Field(20, description="Newest sessions to list")
+
+
+class GetSessionInput(AgentInput):
+    session_id: StrictStr = Field(..., description="Hermes session id")
+    limit: PositiveInt = Field(50, description="Newest messages to return")
+
+
+class CommandInput(AgentInput):
+    command: StrictStr = Field(..., min_length=2, description="Native slash command, e.g. /usage")
+    session_id: Union[None, StrictStr] = Field(None, description="Session whose chat runs the command")
+
+
+class InterruptInput(AgentInput):
+    run_id: StrictStr = Field(..., description="Run to stop, from the invoke's first event or get_status")
+
+
+class ScheduleInput(AgentInput):
+    action: ScheduleAction = Field(..., description="create, list, update, pause, resume, remove, run or history")
+    schedule_id: Union[None, StrictStr] = Field(
+        None, description="Schedule id or name (all actions but create and list)"
+    )
+    definition: Union[None, ScheduleDefinition] = Field(
+        None, description="create: name, prompt and schedule (repeat, skills optional); update: the fields to change"
+    )
+    limit: PositiveInt = Field(20, description="history: newest runs to return")
+
+
+class StartRunInput(AgentInput):
+    instructions: StrictStr = Field(..., min_length=1, description="What to ask the agent")
+    session_id: Union[None, StrictStr] = Field(None, description="Continue this session; omit to start a new one")
+    run_timeout: Union[None, PositiveFloat] = Field(
+        None, description="Run budget in seconds, at most the agent's run_timeout (not the caller's job timeout)"
+    )
+
+
+class GetRunInput(AgentInput):
+    run_id: StrictStr = Field(..., description="Run id, from invoke")
+    offset: int = Field(0, ge=0, description="First event to return; use next_offset of the previous answer")
+
+
+class DecisionInput(TaskInput):
+    approval_id: StrictStr = Field(..., description="Approval id, from get_approvals or get_run")
+    note: Union[None, StrictStr] = Field(None, description="Why, for the run's record")
+
+
+class GetApprovalsInput(TaskInput):
+    agent: Union[None, StrictStr] = Field(None, description="Only this agent's approvals")
+
+
+class ManageAgentInput(AgentInput):
+    action: AgentAction = Field(..., description="create, clone, start, stop, restart or delete")
+    definition: Union[None, Dict[StrictStr, Any]] = Field(
+        None, description="create: the agent definition; clone: fields to change in the copy (e.g. hermes.model)"
+    )
+    source: Union[None, StrictStr] = Field(None, description="create: an nf:// file holding the definition")
+    clone_from: Union[None, StrictStr] = Field(None, description="clone: the agent to copy")
+    interrupt: StrictBool = Field(
+        False, description="stop, restart, delete: interrupt the agent's runs in flight instead of refusing"
+    )
+
+
+class GetStatusInput(TaskInput):
+    agent: Union[None, StrictStr] = Field(None, description="Only this agent's runs and schedules")

@@ -1,0 +1,212 @@
+"""
+The way of every run, from the request to its envelope: checks, admission
+with its budgets, a run slot and its session, the gateway turn, the result.
+
+An invoke runs it in its NorFab job, ``start_run`` on a thread of its own,
+a due schedule on the scheduler's; each run ends (and is kept for
+``get_run``) whatever happens on the way.
+"""
+
+import logging
+import threading
+import time
+from typing import Any, Dict, Optional
+
+from ...errors import AgentUnavailable, InvalidRequest
+from ...models import AgentDefinition, HermesInventory, InvokeResultData, Lineage, RunStateData, StopReason
+from ..agents.catalog import AgentCatalog
+from ..hermes import compat, metering, plugin
+from ..hermes.runtime import HermesRuntime
+from ..sessions.store import Sessions
+from ..tools.delegation import Delegator
+from ..tools.specs import ToolBox
+from . import turn
+from .budget import Limits
+from .registry import RunRegistry
+from .run import Run
+
+log = logging.getLogger(__name__)
+
+SESSION_ID_WAIT = 2.0  # seconds start_run waits for a new session's id before answering without it
+
+
+class RunPipeline:
+    """
+    Runs of one worker's agents.
+
+    Args:
+        worker_name: for messages and events.
+        inventory: the worker's inventory (budget defaults).
+        catalog, runtime, runs, sessions, tools, delegator: the owners a run goes through.
+        stopping: set when the worker shuts down; no run starts after it.
+    """
+
+    def __init__(
+        self,
+        worker_name: str,
+        inventory: HermesInventory,
+        catalog: AgentCatalog,
+        runtime: HermesRuntime,
+        runs: RunRegistry,
+        sessions: Sessions,
+        tools: ToolBox,
+        delegator: Delegator,
+        stopping: threading.Event,
+    ) -> None:
+        self.worker_name = worker_name
+        self.inventory = inventory
+        self.catalog = catalog
+        self.runtime = runtime
+        self.runs = runs
+        self.sessions = sessions
+        self.tools = tools
+        self.delegator = delegator
+        self.stopping = stopping
+
+    def require(self, agent: str) -> AgentDefinition:
+        """The definition of an agent that can take a run now; AgentUnavailable says why not."""
+        definition = self.catalog.require(agent)
+        if self.stopping.is_set():
+            raise AgentUnavailable(f"worker '{self.worker_name}' is shutting down")
+        return definition
+
+    # ------------------------------------------------------------ requests
+
+    def invoke(
+        self,
+        agent: str,
+        instructions: str,
+        session_id: Optional[str],
+        timeout: Optional[float],
+        job: Any,
+        interactive: bool = False,
+        lineage: Optional[Dict[str, Any]] = None,
+    ) -> InvokeResultData:
+        check_instructions(instructions)
+        asked_by = self._check_lineage(agent, lineage, getattr(job, "client_address", None))
+        run = self._accept(agent, session_id, timeout, job, interactive)
+        run.lineage = asked_by
+        return self._execute(run, instructions)
+
+    def run_scheduled(self, agent: str, prompt: str, schedule_id: str) -> InvokeResultData:
+        """A due schedule, as a run of its agent: a session of its own, nobody attached."""
+        return self._execute(self._accept(agent, None, None, None, False, schedule_id), prompt)
+
+    def start_run(
+        self, agent: str, instructions: str, session_id: Optional[str], timeout: Optional[float]
+    ) -> RunStateData:
+        """A run in the background: its ids at once; get_run follows it."""
+        check_instructions(instructions)
+        run = self._accept(agent, session_id, timeout, None, False)
+        threading.Thread(
+            target=self._background, args=(run, instructions), name=f"hermes-run-{run.run_id}", daemon=True
+        ).start()
+        deadline = time.time() + SESSION_ID_WAIT
+        while run.session_id is None and run.finished is None and time.time() < deadline:
+            time.sleep(turn.POLL / 2)
+        return self.run_state(agent, run.run_id)
+
+    def run_state(self, agent: str, run_id: str, offset: int = 0) -> RunStateData:
+        self.catalog.require_known(agent)
+        run = self.runs.get(agent, run_id)
+        events = run.events[offset:]
+        return RunStateData(
+            run_id=run.run_id,
+            agent=run.agent,
+            worker=self.worker_name,
+            session_id=run.session_id,
+            state=run.state,
+            stop_reason=run.stop_reason if run.finished is not None else None,
+            started=run.summary().started,
+            events=events,
+            next_offset=offset + len(events),
+            approvals=run.approvals,
+            reply=run.reply,
+            result=run.result,
+        )
+
+    # --------------------------------------------------------------- steps
+
+    def _check_lineage(self, agent: str, lineage: Optional[Dict[str, Any]], client: Optional[str]) -> Optional[Lineage]:
+        """A delegated run's lineage, as the asking run's worker confirms it; a cycle is refused."""
+        if lineage is None:
+            return None
+        asked_by = Lineage.model_validate(lineage)
+        here = f"{agent}@{self.worker_name}"
+        if here in asked_by.chain:
+            raise InvalidRequest(
+                f"lineage: {here} is already in the chain {' -> '.join(asked_by.chain)}; a delegation cycle is refused"
+            )
+        self.require(agent)
+        refusal = self.delegator.confirm(asked_by, agent)
+        if refusal:
+            log.warning(
+                f"{self.worker_name} - Refused a run of '{agent}' for client {client} claiming lineage {lineage}: {refusal}"
+            )
+            raise InvalidRequest(f"lineage: {refusal}; only a delegate of the asking run's agent may pass a lineage")
+        return asked_by
+
+    def _accept(
+        self,
+        agent: str,
+        session_id: Optional[str],
+        timeout: Optional[float],
+        job: Any,
+        interactive: bool,
+        schedule_id: Optional[str] = None,
+    ) -> Run:
+        """A run of the agent, with its budgets, tracked from now on (queued until it executes)."""
+        definition = self.require(agent)
+        if self.tools.retry_unavailable():
+            plugin.install_tools(self.tools.specs)
+        limits = Limits.of(definition, self.inventory, self.catalog.max_turns(definition), timeout, job)
+        chat_id = self.sessions.chat_for(agent, session_id)
+        run = Run(
+            agent, chat_id, compat.session_key(chat_id, agent), limits, job, interactive, definition.approval_timeout
+        )
+        run.session_id, run.schedule_id = session_id, schedule_id
+        self.runs.track(run)
+        return run
+
+    def _background(self, run: Run, instructions: str) -> None:
+        try:
+            self._execute(run, instructions)
+        except Exception as error:  # a refused or failed run still ends, with the reason in its journal
+            run.warnings.append(str(error))
+            run.event(f"run {run.run_id} failed: {error}", severity="WARNING")
+
+    def _execute(self, run: Run, instructions: str) -> InvokeResultData:
+        """Wait for a run slot and the session, run the turn, build the envelope; the run ends either way."""
+        result = None
+        try:
+            with self.runs.slot(run), self.runs.chat_turn(run), self.runs.executing(run):
+                run.event(
+                    f"run {run.run_id} started on agent '{run.agent}'",
+                    extras={
+                        "run_id": run.run_id,
+                        "agent": run.agent,
+                        "session_id": run.session_id,
+                        "worker": self.worker_name,
+                        "job_uuid": run.job_uuid,
+                        "lineage": run.lineage.model_dump() if run.lineage else None,
+                    },
+                )
+                finished = turn.wait(self.runtime, run, instructions, self.stopping)
+                result = turn.envelope(self.runtime, run, finished, self.worker_name, self.catalog.secrets())
+                if result.stop_reason != StopReason.completed.value and finished is not None:
+                    note = f"[This turn ended without an answer ({result.stop_reason}: {run.stop_message or 'see the run warnings'}).]"
+                    compat.close_unanswered_turn(self.runtime.runner, result.session_id, note)
+            run.event(
+                f"run {run.run_id} {result.stop_reason}", extras={"run_id": run.run_id, "session_id": result.session_id}
+            )
+            return result
+        finally:
+            metering.forget_model_requests(run.session_key)
+            self.runs.finish(run, result)
+
+
+def check_instructions(instructions: str) -> None:
+    if instructions.lstrip().startswith("/"):
+        raise InvalidRequest(
+            f"instructions: '{instructions.split()[0]}' looks like a slash command; use the command task for commands"
+        )

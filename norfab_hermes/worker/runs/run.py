@@ -1,0 +1,174 @@
+"""
+One run of an agent: its budgets, what it reports as it goes (its journal),
+the tool calls it made, the approvals it waited for, and what ended it.
+
+A run is an invoke (with a NorFab job to report to, or started in the
+background) or a scheduled check (no job, nobody to ask). Its journal keeps
+every event, so a client that polls ``get_run`` reads the same progress a
+live caller sees as job events.
+"""
+
+import logging
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional, Set
+
+from ...models import ActiveRun, ApprovalInfo, InvokeResultData, Lineage, RunEvent, ToolCallSummary
+from .budget import Budget, Limits, Overrun
+
+log = logging.getLogger(__name__)
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Run:
+    """One invoke in flight: its budgets, progress and what ended it."""
+
+    def __init__(
+        self,
+        agent: str,
+        chat_id: str,
+        session_key: str,
+        limits: Limits,
+        job: Any,
+        interactive: bool = False,
+        approval_timeout: float = 0.0,
+    ) -> None:
+        self.run_id = uuid.uuid4().hex[:12]
+        self.agent = agent
+        self.chat_id = chat_id
+        self.session_key = session_key
+        self.session_id: Optional[str] = None
+        self.schedule_id: Optional[str] = None  # the schedule that started the run
+        self.lineage: Optional[Lineage] = None  # the runs that asked for this one, when another agent asked
+        self.job = job
+        self.job_uuid = getattr(job, "juuid", None)
+        self.budget = Budget(limits)
+        self.interactive = interactive
+        self.stop_reason: Optional[str] = None
+        self.stop_message = ""
+        self.provider_errors: List[Dict[str, Any]] = []  # failed model requests, as Hermes reported them
+        self.tool_calls: List[ToolCallSummary] = []
+        self.warnings: List[str] = []
+        self.approval_timeout = approval_timeout  # how long the run waits in the approval inbox
+        self.approvals: List[ApprovalInfo] = []
+        self.events: List[RunEvent] = []  # the journal: every event, for get_run
+        self.executing = False  # holds a run slot and its session (not queued)
+        self.result: Optional[InvokeResultData] = None
+        self.finished: Optional[float] = None
+        self.reply = ""  # the message the agent is writing now, as far as it got
+        self._reply_id: Optional[str] = None
+        self._segment = 0
+
+    def write_reply(self, message_id: str, text: str) -> None:
+        """The agent's reply as the gateway streams it: what is new goes to the caller as a job event.
+
+        The gateway edits one message with ever longer text at most a few
+        times a second; a new message (after tool calls) starts a new segment.
+        Reply events stay out of the journal: get_run shows ``reply`` instead.
+        """
+        if message_id != self._reply_id:
+            self._reply_id, self._segment, self.reply = message_id, self._segment + 1, ""
+        replace = not text.startswith(self.reply)
+        delta = text if replace else text[len(self.reply) :]
+        self.reply = text
+        if delta:
+            self._tell_job(
+                "reply", "INFO", extras={"reply": {"segment": self._segment, "delta": delta, "replace": replace}}
+            )
+
+    def event(self, message: str, severity: str = "INFO", **kwargs: Any) -> None:
+        """Record an event in the journal and send it to the caller's NorFab job, if any."""
+        self.events.append(RunEvent(time=now_iso(), message=message, severity=severity))
+        self._tell_job(message, severity, **kwargs)
+
+    def _tell_job(self, message: str, severity: str, **kwargs: Any) -> None:
+        if self.job is None:  # in the background or scheduled: the journal is the record
+            return
+        try:
+            self.job.event(message, severity=severity, **kwargs)
+        except Exception as error:  # events are best effort, never fail a run
+            log.debug(f"Run {self.run_id} event failed: {error}")
+
+    @property
+    def state(self) -> str:
+        if self.finished is not None:
+            return "finished"
+        if any(a.state == "pending" for a in self.approvals):
+            return "waiting_for_approval"
+        return "running" if self.executing else "queued"
+
+    def stop(self, reason: str, message: str) -> None:
+        """Ask the run to end; the first reason given is the one it ends with."""
+        if self.stop_reason is None:
+            self.stop_reason, self.stop_message = reason, message
+
+    # ------------------------------------------------------------- budgets
+
+    @property
+    def started(self) -> float:
+        return self.budget.started
+
+    @property
+    def max_turns(self) -> int:
+        return self.budget.limits.max_turns
+
+    @property
+    def api_calls(self) -> int:
+        return self.budget.model_requests
+
+    def remaining(self) -> float:
+        return self.budget.remaining()
+
+    def check_clock(self) -> None:
+        """Past its wall-clock budget the run stops."""
+        self._overrun(self.budget.clock())
+
+    def admit_model_request(self) -> Optional[str]:
+        """Count a model request of the run (its own, a subagent's or an auxiliary one); why it must
+        not be sent once the run is stopping or its max_turns are spent."""
+        if self.stop_reason is not None:
+            return f"the run is stopping ({self.stop_message})"
+        refusal = self._overrun(self.budget.model_request())
+        if refusal is None:
+            self.event(f"model request {self.api_calls} started")
+        return refusal
+
+    def admit_tool_call(self, tool: str, digest: str) -> Optional[str]:
+        """Count a NorFab tool call; why it must not be made when it breaks the run's budget.
+
+        A refused call stops the run: a model that loops or fans out keeps
+        doing so, and every further call would reach the network.
+        """
+        if self.stop_reason is not None:
+            return f"the run is stopping ({self.stop_message})"
+        return self._overrun(self.budget.tool_call(tool, digest))
+
+    def touched(self, devices: Set[str]) -> None:
+        """Devices a tool call reached; past the budget the run stops."""
+        self._overrun(self.budget.reached(devices))
+
+    def _overrun(self, overrun: Overrun) -> Optional[str]:
+        if overrun is None:
+            return None
+        reason, message = overrun
+        if self.stop_reason is None:
+            self.warnings.append(message)
+            self.event(f"run {self.run_id} stopping: {message}", severity="WARNING")
+        self.stop(reason.value, message)
+        return message
+
+    def record_tool_call(self, summary: ToolCallSummary) -> None:
+        self.tool_calls.append(summary)
+
+    def summary(self) -> ActiveRun:
+        return ActiveRun(
+            run_id=self.run_id,
+            job_uuid=self.job_uuid,
+            agent=self.agent,
+            session_id=self.session_id,
+            started=datetime.fromtimestamp(self.started, timezone.utc).isoformat(),
+            schedule_id=self.schedule_id,
+        )

@@ -1,0 +1,192 @@
+"""
+The schedule task's actions on one agent's native cron store: create, list,
+update, pause, resume, remove, run now and history, with input checked so
+that a bad request names the field and the fix.
+"""
+
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+from ...errors import InvalidRequest, UnknownSchedule
+from ...models import ScheduleDefinition, ScheduleInfo, ScheduleResultData, ScheduleRun
+from ..hermes import compat, cron
+from ..hermes.runtime import HermesRuntime
+from .history import ScheduleHistory, iso, parse_time
+
+
+class ScheduleActions:
+    """
+    Schedule task actions.
+
+    Args:
+        worker_name: for messages.
+        home: the agent's profile home.
+        history: the runs of the schedules.
+        runtime: the Hermes runtime (sessions of chat-created schedules).
+        wake: asks the scheduler to check the stores now.
+        stopped: whether an agent is stopped (its schedules do not fire).
+    """
+
+    def __init__(
+        self,
+        worker_name: str,
+        home: Callable[[str], Path],
+        history: ScheduleHistory,
+        runtime: HermesRuntime,
+        wake: Callable[[], None],
+        stopped: Callable[[str], bool],
+    ) -> None:
+        self.worker_name = worker_name
+        self.home = home
+        self.history = history
+        self.runtime = runtime
+        self.wake = wake
+        self.stopped = stopped
+
+    def act(
+        self, agent: str, action: str, ref: Optional[str], definition: Optional[ScheduleDefinition], limit: int
+    ) -> ScheduleResultData:
+        """One schedule task action on the agent's store."""
+        home = self.home(agent)
+
+        def answer(
+            message: str, jobs: List[Dict[str, Any]] = (), history: List[ScheduleRun] = ()
+        ) -> ScheduleResultData:
+            return ScheduleResultData(
+                action=action,
+                agent=agent,
+                worker=self.worker_name,
+                schedules=[self.info(agent, job) for job in jobs],
+                history=list(history),
+                message=message,
+            )
+
+        if action == "list":
+            jobs = cron.list_jobs(home)
+            return answer(f"{len(jobs)} schedule(s)", jobs)
+        if action == "create":
+            job = cron.create(home, **self._new_job(agent, definition))
+            self.wake()
+            return answer(f"schedule '{job.name}' created, next run {iso(parse_time(job.next_run_at))}", [job])
+        job = self.find(agent, ref, action)
+        if action == "history":
+            runs = self.history.runs(agent, job.id, limit)
+            return answer(f"{len(runs)} run(s) of schedule '{job.name}'", [job], runs)
+        if action == "update":
+            updates = self._updates(agent, job, definition)
+            try:
+                job = cron.update(home, job.id, updates)
+            except ValueError as error:
+                raise InvalidRequest(f"definition.schedule: {error}") from None
+            self.wake()
+            return answer(f"schedule '{job.name}' updated: {', '.join(sorted(updates))}", [job])
+        if action == "pause":
+            job = cron.pause(home, job.id, "paused through NorFab")
+            return answer(f"schedule '{job.name}' paused; a run in flight goes on", [job])
+        if action == "resume":
+            try:
+                job = cron.resume(home, job.id)
+            except ValueError as error:
+                raise InvalidRequest(f"schedule_id: {error}") from None
+            self.wake()
+            return answer(f"schedule '{job.name}' resumed, next run {iso(parse_time(job.next_run_at))}", [job])
+        if action == "run":
+            if not job.enabled:
+                raise InvalidRequest(f"schedule_id: schedule '{job.name}' is paused; resume it to run it")
+            job = cron.trigger(home, job.id)
+            self.wake()
+            return answer(f"schedule '{job.name}' runs now; its result will be in its history", [job])
+        if action == "remove":
+            cron.remove(home, job.id)
+            self.history.forget(agent, job.id)
+            return answer(f"schedule '{job.name}' removed with its history")
+        raise InvalidRequest(f"action: '{action}' is not a schedule action")
+
+    def find(self, agent: str, ref: Optional[str], action: str) -> cron.CronJob:
+        if not ref:
+            raise InvalidRequest(f"schedule_id: '{action}' needs the schedule's id or name (see action 'list')")
+        try:
+            job = cron.get(self.home(agent), ref)
+        except LookupError as error:  # a name shared by several schedules (e.g. created in chat)
+            raise InvalidRequest(f"schedule_id: {error}; use the schedule's id") from None
+        if job is None:
+            raise UnknownSchedule(
+                f"schedule '{ref}' not found for agent '{agent}' on worker '{self.worker_name}'; "
+                "list them with action 'list'"
+            )
+        return job
+
+    def _new_job(self, agent: str, definition: Optional[ScheduleDefinition]) -> Dict[str, Any]:
+        missing = [f for f in ("name", "prompt", "schedule") if definition is None or getattr(definition, f) is None]
+        if missing:
+            raise InvalidRequest(
+                f"definition: {', '.join(missing)} required to create a schedule, e.g. "
+                "{name: r1-watch, prompt: 'Check r1 interfaces', schedule: 'every 5m'}"
+            )
+        self._unique_name(agent, definition.name)
+        self._checked_schedule(definition.schedule)
+        return {
+            "prompt": definition.prompt,
+            "schedule": definition.schedule,
+            "name": definition.name,
+            "repeat": definition.repeat,
+            "skills": definition.skills,
+            "deliver": "local",  # findings go to the history; there is no chat to deliver to
+        }
+
+    def _updates(self, agent: str, job: cron.CronJob, definition: Optional[ScheduleDefinition]) -> Dict[str, Any]:
+        updates = {k: v for k, v in (definition.model_dump(exclude_none=True) if definition else {}).items()}
+        if not updates:
+            raise InvalidRequest(
+                "definition: give the fields to change, e.g. {prompt: '...'} or {schedule: 'every 10m'}"
+            )
+        if "name" in updates:
+            self._unique_name(agent, updates["name"], job.id)
+        if "schedule" in updates:
+            self._checked_schedule(updates["schedule"])
+        if "repeat" in updates:
+            updates["repeat"] = {"times": updates["repeat"], "completed": job.runs}
+        return updates
+
+    def _unique_name(self, agent: str, name: str, own_id: Optional[str] = None) -> None:
+        # Hermes finds a schedule by its name regardless of case
+        if any(j.name.lower() == name.lower() and j.id != own_id for j in cron.list_jobs(self.home(agent))):
+            raise InvalidRequest(f"definition.name: agent '{agent}' already has a schedule named '{name}'")
+
+    @staticmethod
+    def _checked_schedule(text: str) -> Dict[str, Any]:
+        try:
+            schedule = cron.parse_schedule(text)
+        except ValueError as error:
+            raise InvalidRequest(
+                f"definition.schedule: {error}; use 'every 5m', a cron expression such as '*/5 * * * *', "
+                "or an ISO time such as 2026-12-24T09:00"
+            ) from None
+        if schedule.get("kind") == "once" and (parse_time(schedule.get("run_at")) or cron.now()) <= cron.now():
+            raise InvalidRequest(f"definition.schedule: {text} is in the past; give a future time or 'every ...'")
+        return schedule
+
+    def info(self, agent: str, job: cron.CronJob) -> ScheduleInfo:
+        session = None
+        if job.origin_chat_id:
+            session = compat.chat_session(self.runtime.runner, compat.session_key(job.origin_chat_id, agent))
+        state = job.state or ("scheduled" if job.enabled else "paused")
+        if state == "scheduled" and self.stopped(agent):
+            state = "paused-by-stop"  # the agent is stopped: its schedules wait for it
+        origin = f"session {session}" if session else (f"chat {job.origin_chat_id}" if job.origin_chat_id else "norfab")
+        return ScheduleInfo(
+            schedule_id=job.id,
+            name=job.name,
+            agent=agent,
+            worker=self.worker_name,
+            prompt=job.prompt,
+            schedule=job.display,
+            state=state,
+            next_run=iso(parse_time(job.next_run_at)) if job.next_run_at else None,
+            last_run=iso(parse_time(job.last_run_at)) if job.last_run_at else None,
+            last_status=job.last_status,
+            runs=job.runs,
+            repeat=job.repeat_times,
+            origin=origin,
+            skills=job.skills,
+        )

@@ -1,0 +1,259 @@
+"""
+Scheduled checks: every agent's native Hermes cron store, ticked by the
+worker, each due job run as a real run of the agent, and a history of those
+runs that needs no client.
+
+Hermes keeps the schedules (``<profile>/cron/jobs.json``): next-run times,
+grace and catch-up, pause, repeat counts, the executions ledger and output
+files are its own. Its gateway ticks only the process home, once a minute;
+here one thread checks every agent's store each second (a stat of its jobs
+file, a read only when it changed) and ticks a store as soon as one of its
+jobs is due. The run itself goes through the host (see
+``hermes.cron.run_jobs_with``), so it has the agent's tools, budgets and
+``run_timeout``, shows in ``get_status`` and can be interrupted.
+
+History lives beside the store, in ``<profile>/cron/norfab_history.jsonl``:
+one line per run (and per run Hermes skipped), with the finding, the
+session to read it in full and the tool calls with their NorFab job UUIDs.
+"""
+
+import logging
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+from ...models import (
+    AgentSchedules,
+    InvokeResultData,
+    ScheduleDefinition,
+    ScheduleResultData,
+    SchedulerStatus,
+    ScheduleRun,
+    StopReason,
+)
+from ..agents.catalog import AgentCatalog
+from ..hermes import compat, cron
+from ..hermes.runtime import HermesRuntime
+from .actions import ScheduleActions
+from .history import ScheduleHistory, iso, parse_time
+
+log = logging.getLogger(__name__)
+
+TICK = 1.0  # longest wait between checks of the stores
+MIN_WAIT = 0.02  # seconds; due times are whole seconds, the clock checks slightly late rather than spin
+LATE = 10 * TICK  # a run starting this late was held up (worker down or busy), not just ticked
+RESPONSE_CHARS = 2000  # of a finding kept in history; the session has all of it
+MISSED_SLOTS_COUNTED = 1000
+# job fields a scheduled run refuses (a chat-created job may set them): they run code on the worker host
+STATUS_BY_STOP_REASON = {
+    StopReason.completed.value: "ok",
+    StopReason.interrupted.value: "interrupted",
+    StopReason.run_timeout.value: "timeout",
+}
+
+# run_scheduled(agent, prompt, schedule_id) -> the run's result
+RunScheduled = Callable[[str, str, str], InvokeResultData]
+
+
+class Schedules:
+    """
+    The scheduled checks of one worker's agents.
+
+    Args:
+        worker_name: for messages.
+        catalog: the worker's agents (whose stores are ticked).
+        runtime: the Hermes runtime (gateway loop and adapters).
+        run_scheduled: runs a due job as a run of its agent.
+    """
+
+    def __init__(
+        self, worker_name: str, catalog: AgentCatalog, runtime: HermesRuntime, run_scheduled: RunScheduled
+    ) -> None:
+        self.worker_name = worker_name
+        self.catalog = catalog
+        self.runtime = runtime
+        self.run_scheduled = run_scheduled
+        self.last_tick: Optional[datetime] = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._next_due: Dict[str, Tuple[float, Optional[datetime]]] = {}  # agent -> (jobs file mtime, next due)
+        self.history = ScheduleHistory(worker_name, self.home)
+        self.actions = ScheduleActions(
+            worker_name, self.home, self.history, runtime, self.wake, lambda agent: agent in catalog.stopped
+        )
+
+    # ---------------------------------------------------------------- ticker
+
+    def start(self) -> None:
+        cron.run_jobs_with(self._execute)
+        self._thread = threading.Thread(target=self._loop, name="hermes-schedules", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread:
+            self._thread.join(5)
+
+    def wake(self) -> None:
+        """Check the stores now (a schedule changed)."""
+        self._wake.set()
+
+    def _loop(self) -> None:
+        wait = TICK
+        while not self._stop.is_set():
+            self._wake.wait(wait)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            now = datetime.now(timezone.utc)
+            soonest = now + timedelta(seconds=TICK)
+            for agent in self.catalog.available():
+                due = self.next_due(agent)
+                if due is not None and due <= now:
+                    try:
+                        cron.tick(
+                            self.home(agent), compat.profile_adapters(self.runtime.runner, agent), self.runtime.loop
+                        )
+                    except Exception:  # one broken store must not stop the others
+                        log.exception(f"{self.worker_name} - Scheduler tick failed for agent '{agent}'")
+                elif due is not None:
+                    soonest = min(soonest, due)
+            self.last_tick = now
+            # sleep until the next due time, at most a tick: new and changed schedules are seen within a tick
+            wait = max(MIN_WAIT, (soonest - datetime.now(timezone.utc)).total_seconds())
+
+    def home(self, agent: str) -> Path:
+        return self.catalog.root / "profiles" / agent
+
+    def next_due(self, agent: str) -> Optional[datetime]:
+        """When the agent's next enabled schedule is due; re-read only when its jobs file changed."""
+        path = self.home(agent) / "cron" / "jobs.json"
+        try:
+            mtime = path.stat().st_mtime
+        except FileNotFoundError:
+            return None
+        cached = self._next_due.get(agent)
+        if cached is None or cached[0] != mtime:
+            times = [parse_time(job.next_run_at) for job in cron.list_jobs(self.home(agent)) if job.enabled]
+            cached = (mtime, min((t for t in times if t), default=None))
+            self._next_due[agent] = cached
+        return cached[1]
+
+    # ------------------------------------------------------------- execution
+
+    def _execute(self, job: cron.CronJob) -> cron.CronOutcome:
+        """Hermes' run_job for a due job: the agent runs it; the outcome goes to history and back to Hermes."""
+        agent = cron.active_profile()
+        started = datetime.now(timezone.utc)
+        due = parse_time(job.next_run_at)
+        late = self._record_missed(agent, job, due, started)
+        if job.host_fields:
+            error = f"schedule sets {', '.join(job.host_fields)}: hermes workers run agents only, never scripts on the worker host"
+            self.history.record(
+                agent,
+                ScheduleRun(schedule_id=job.id, status="failed", due=iso(due), started=iso(started), warnings=[error]),
+            )
+            return False, f"# {job.name} (REFUSED)\n\n{error}\n", "", error
+        try:
+            result = self.run_scheduled(agent, cron.job_prompt(job) or job.prompt, job.id)
+        except Exception as error:  # the agent cannot run now (stopped, busy, shutting down)
+            message = str(error)
+            self.history.record(
+                agent,
+                ScheduleRun(
+                    schedule_id=job.id, status="failed", due=iso(due), started=iso(started), warnings=[message]
+                ),
+            )
+            return False, f"# {job.name} (FAILED)\n\n{message}\n", "", message
+        status = STATUS_BY_STOP_REASON.get(result.stop_reason, "failed")
+        if status == "ok" and not result.response.strip():
+            status = "failed"
+            result.warnings.append("the agent completed without a response")
+        self.history.record(
+            agent,
+            ScheduleRun(
+                schedule_id=job.id,
+                status=status,
+                due=iso(due),
+                started=iso(started),
+                duration=round((datetime.now(timezone.utc) - started).total_seconds(), 3),
+                run_id=result.run_id,
+                stop_reason=result.stop_reason,
+                response=result.response[:RESPONSE_CHARS],
+                truncated=len(result.response) > RESPONSE_CHARS,
+                silent=status == "ok" and cron.is_silent(result.response),
+                session_id=result.session_id,
+                tool_calls=result.tool_calls,
+                warnings=result.warnings,
+                note=late,
+            ),
+        )
+        error = (
+            None if status == "ok" else f"{result.stop_reason}: {'; '.join(result.warnings) or 'see the run history'}"
+        )
+        document = f"# {job.name}\n\n**Run:** {result.run_id}\n**Session:** {result.session_id}\n\n{result.response}\n"
+        return status == "ok", document, result.response if status == "ok" else "", error
+
+    def _record_missed(
+        self, agent: str, job: cron.CronJob, due: Optional[datetime], started: datetime
+    ) -> Optional[str]:
+        """Record the slots Hermes skipped before this late run; the run's own note, if it is late.
+
+        A recurring job found due late runs once now (a catch-up) and Hermes
+        re-anchors it on the run, so the slots that fell due in between never
+        run: each late run leaves one ``missed`` record saying how many.
+        """
+        schedule = job.schedule
+        if due is None or schedule.get("kind") not in ("interval", "cron"):
+            return None
+        late = (started - due).total_seconds()
+        if late <= LATE:
+            return None
+        skipped: List[str] = []
+        slot = cron.next_run(schedule, due.isoformat())
+        while slot and parse_time(slot) < started and len(skipped) < MISSED_SLOTS_COUNTED:
+            skipped.append(slot)
+            slot = cron.next_run(schedule, slot)
+        if skipped:
+            self.history.record(
+                agent,
+                ScheduleRun(
+                    schedule_id=job.id,
+                    status="missed",
+                    due=iso(parse_time(skipped[0])),
+                    note=f"{len(skipped)} run(s) due from {iso(parse_time(skipped[0]))} to {iso(parse_time(skipped[-1]))} "
+                    "were skipped while the worker was down or busy",
+                ),
+            )
+        return (
+            f"caught up {late:.0f}s late"
+            if late <= cron.grace_seconds(schedule)
+            else f"{late:.0f}s late, past the grace period: ran once now"
+        )
+
+    # ------------------------------------------------------------ the task
+
+    def act(
+        self, agent: str, action: str, ref: Optional[str], definition: Optional[ScheduleDefinition], limit: int
+    ) -> ScheduleResultData:
+        """One schedule task action on the agent's store."""
+        return self.actions.act(agent, action, ref, definition, limit)
+
+    def status(self, agent: Optional[str] = None) -> SchedulerStatus:
+        agents = {}
+        now = datetime.now(timezone.utc)
+        for name in [agent] if agent else self.catalog.available():
+            jobs = cron.list_jobs(self.home(name)) if name in self.catalog.agents else []
+            due = [(parse_time(j.next_run_at), j) for j in jobs if j.enabled]
+            due = [(t, j) for t, j in due if t]
+            agents[name] = AgentSchedules(
+                schedules=len(jobs),
+                next_due=iso(min((t for t, _ in due), default=None)),
+                overdue=[j.name for t, j in due if (now - t).total_seconds() > 5 * TICK],
+            )
+        return SchedulerStatus(
+            ticking=bool(self._thread and self._thread.is_alive()), last_tick=iso(self.last_tick), agents=agents
+        )

@@ -1,0 +1,342 @@
+"""
+Running an agent's tool calls, through the worker's own NFPClient.
+
+:class:`ToolRunner` executes a call: count it against the run's budget,
+then for a NorFab tool validate the model's arguments against the tool and
+the guards, merge fixed ones, ask for approval when the tool changes state,
+dispatch with a timeout inside the run's budget, and turn the NorFab reply
+into a redacted result the model can read; a delegate's question goes to
+the delegator (``delegation``). Every result is bounded and recorded; every
+failure is a tool error the model sees; nothing here raises into Hermes.
+"""
+
+import json
+import logging
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import jsonschema
+
+from ...models import ToolCallSummary, arguments_digest
+from ...norfab_compat import forget_job
+from ...safety import commands, guards
+from ...safety.redact import redact, scrub
+from .specs import DelegateSpec, ToolError, ToolSpec, is_open
+
+log = logging.getLogger(__name__)
+
+# host filters of NorFab's nornir-style tasks: a call naming hosts expects data back
+HOST_FILTERS = {"FO", "FB", "FH", "FC", "FR", "FG", "FP", "FL", "FM", "FX", "FN", "hosts"}
+MIN_CALL_SECONDS = 1.0  # a call needs at least this much of the run budget left
+CLOCK_SKEW = 60.0  # seconds a worker's clock may be behind ours before its result counts as stale
+
+
+def child_job_timeout(seconds: float) -> int:
+    """The NorFab job timeout for a tool call that may take ``seconds``.
+
+    nornir's cli task sets device read timeouts to 0.9 x the job timeout and
+    rejects fractions, so job timeouts go out in tens of seconds; the tool
+    still stops waiting at its own, exact deadline.
+    """
+    return max(10, int(seconds) // 10 * 10)
+
+
+def ctime_seconds(text: Any) -> Optional[float]:
+    """Seconds since the epoch of a NorFab ``time.ctime()`` timestamp (worker local time)."""
+    try:
+        return time.mktime(time.strptime(str(text)))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def devices_in(reply: Any) -> set:
+    """The hosts a nornir reply holds results for (a nornir result is keyed by host)."""
+    return {
+        host
+        for result in (reply or {}).values()
+        if isinstance(result, dict) and isinstance(result.get("result"), dict)
+        for host in result["result"]
+    }
+
+
+class ToolRunner:
+    """Executes NorFab tool calls for the agents of one worker."""
+
+    def __init__(
+        self,
+        client: Any,
+        max_chars: int,
+        per_target: int,
+        secrets: Callable[[], List[str]] = lambda: [],
+        ask: Callable[[str, str, Any], Any] = None,
+        inbox: Any = None,
+        delegator: Any = None,
+    ) -> None:
+        self.client = client
+        self.max_chars = max_chars
+        self.per_target = per_target
+        self.secrets = secrets
+        self.ask = ask  # ask(session_key, question, default): the run's operator answers, or PermissionError
+        self.inbox = inbox  # the approval inbox of runs nobody is attached to
+        self.delegator = delegator  # asks other agents, for delegate tools
+        self._targets: Dict[str, threading.BoundedSemaphore] = {}
+        self._lock = threading.Lock()
+
+    def call(self, spec: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool]) -> str:
+        """Run one call (a NorFab tool or a delegate) and return the text the model reads."""
+        if run is None:  # a turn no NorFab run started: no budget holds it, so it gets no network
+            message = "tools run only inside a run started through NorFab (invoke, start_run or a schedule); the call was not made"
+            return json.dumps({"ok": False, "error": message, "tool": spec.name, "job_uuid": None})
+        started = time.time()
+        service, task, workers = spec.where()
+        summary = ToolCallSummary(
+            tool=spec.name,
+            service=service,
+            task=task,
+            workers=workers,
+            arguments_digest=arguments_digest(arguments),
+            status="refused",
+            duration=0.0,
+        )
+        try:
+            refusal = run.admit_tool_call(spec.name, summary.arguments_digest)
+            if refusal:
+                raise ToolError(f"{refusal}; the call was not made")
+            if isinstance(spec, DelegateSpec):
+                text, summary.status, summary.error = self.delegator.ask(spec, arguments, run, interrupted, summary)
+            else:
+                text, summary.status, summary.error = self._norfab(spec, arguments, run, interrupted, summary)
+        except ToolError as error:
+            message = scrub(str(error), self.secrets())
+            text = json.dumps({"ok": False, "error": message, "tool": spec.name, "job_uuid": summary.job_uuid})
+            summary.error = message
+            summary.status = "failed" if summary.job_uuid else "refused"
+        text, summary.truncated = self.bound(text)
+        summary.duration = round(time.time() - started, 3)
+        run.record_tool_call(summary)
+        run.event(
+            f"tool {spec.name} {summary.status}"
+            + (f": {summary.error}" if summary.error else "")
+            + (f", job {summary.job_uuid}" if summary.job_uuid else ""),
+            resource=[spec.name],
+            severity="WARNING" if summary.status != "completed" else "INFO",
+            extras={"tool_call": summary.model_dump()},
+        )
+        return text
+
+    def _norfab(
+        self,
+        spec: ToolSpec,
+        arguments: Dict[str, Any],
+        run: Any,
+        interrupted: Callable[[], bool],
+        summary: ToolCallSummary,
+    ) -> Tuple[str, str, Optional[str]]:
+        kwargs = self.prepare(spec, arguments)
+        timeout = self._timeout(spec, run)
+        self._approve(spec, arguments, run)
+        target = spec.target
+        run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
+        reply = self._dispatch(spec, kwargs, timeout, run, interrupted, summary)
+        if target.service == "nornir":
+            run.touched(devices_in(reply))
+        return self.render(spec, summary.job_uuid, reply, arguments, run.started)
+
+    # ------------------------------------------------------------- arguments
+
+    def prepare(self, spec: ToolSpec, arguments: Dict[str, Any]) -> Dict[str, Any]:
+        """Validate the model's arguments and build the task kwargs."""
+        if spec.error:
+            raise ToolError(f"tool {spec.name} is unavailable: {spec.error}")
+        if not isinstance(arguments, dict):
+            raise ToolError("arguments must be a JSON object")
+        target = spec.target
+        fixed = sorted(set(arguments) & (set(target.kwargs) | {"workers"}))
+        if fixed:
+            raise ToolError(
+                f"argument(s) {', '.join(fixed)} are fixed by the tool definition and cannot be set; call again without them"
+            )
+        refused = guards.refused_names(arguments)
+        if refused:
+            raise ToolError(
+                f"argument(s) {', '.join(refused)} are never accepted from a model; call again without them"
+            )
+        declared = set((spec.parameters or {}).get("properties") or {})
+        unknown = sorted(set(arguments) - declared)
+        if unknown and not is_open(spec.parameters or {}):
+            raise ToolError(
+                f"argument(s) {', '.join(unknown)} are not arguments of this tool "
+                f"(it takes: {', '.join(sorted(declared)) or 'none'}); call again without them"
+            )
+        try:
+            jsonschema.validate(arguments, spec.parameters or {"type": "object"})
+        except jsonschema.ValidationError as error:
+            path = ".".join(str(p) for p in error.absolute_path) or "arguments"
+            raise ToolError(
+                f"invalid arguments ({path}): {error.message}; call again with arguments matching the schema"
+            ) from None
+        definition = spec.definition
+        spliced = {k: arguments[k] for k in target.job_data if k in arguments}
+        try:
+            guards.check_values(arguments, definition.allow_files, definition.allow_multiline)
+            commands.check_commands(arguments, spec.allowed_commands, spec.commands_text)
+            # job_data values are spliced into command templates: a line break would add a command
+            guards.check_values(spliced, definition.allow_files)
+            commands.check_spliced(spliced)
+        except ValueError as error:
+            raise ToolError(str(error)) from None
+        kwargs = {k: v for k, v in arguments.items() if k not in target.job_data}
+        kwargs.update(target.kwargs)
+        if spliced:
+            fixed_data = target.kwargs.get("job_data")
+            if fixed_data is not None and not isinstance(fixed_data, dict):
+                raise ToolError("the tool definition fixes job_data to a file; it cannot take arguments")
+            kwargs["job_data"] = {**spliced, **(fixed_data or {})}
+        return kwargs
+
+    def _timeout(self, spec: ToolSpec, run: Any) -> float:
+        timeout = min(spec.target.timeout, run.remaining() - MIN_CALL_SECONDS)
+        if timeout < MIN_CALL_SECONDS:
+            raise ToolError("the run's time budget is spent; no time left for another tool call")
+        return timeout
+
+    def _approve(self, spec: ToolSpec, arguments: Dict[str, Any], run: Any) -> None:
+        """A live caller answers inline; a run nobody is attached to waits in the inbox, or is refused."""
+        if not spec.definition.approval:
+            return
+        if self.ask is None and self.inbox is None:
+            raise ToolError("this tool needs the operator's approval, and nobody can be asked in this run")
+        target = f"{spec.target.service}.{spec.target.task} on {spec.target.workers}"
+        if not run.interactive and run.approval_timeout > 0 and self.inbox is not None:
+            approval = self.inbox.request(run, spec.name, target, arguments)
+            note = f" ({approval.note})" if approval.note else ""
+            if approval.state == "approved":
+                return
+            if approval.state == "denied":
+                raise ToolError(f"{approval.decided_by or 'an operator'} denied this call{note}; it was not made")
+            raise ToolError(
+                f"this tool needs the operator's approval: approval {approval.approval_id} expired{note}; the call was not made"
+            )
+        question = (
+            f"Agent '{spec.agent}' wants to run tool {spec.name} ({spec.target.service}.{spec.target.task}) "
+            f"with {json.dumps(arguments, sort_keys=True)}. Allow?"
+        )
+        try:
+            allowed = self.ask(run.session_key, question, False)
+        except PermissionError as reason:
+            raise ToolError(f"this tool needs the operator's approval: {reason}; the call was not made") from None
+        if allowed is not True and str(allowed).lower() not in ("y", "yes", "true"):
+            raise ToolError("the operator declined this call; it was not made")
+
+    # -------------------------------------------------------------- dispatch
+
+    def _semaphore(self, spec: ToolSpec) -> threading.BoundedSemaphore:
+        key = f"{spec.target.service}/{json.dumps(spec.target.workers)}"
+        with self._lock:
+            return self._targets.setdefault(key, threading.BoundedSemaphore(self.per_target))
+
+    def _dispatch(
+        self,
+        spec: ToolSpec,
+        kwargs: Dict[str, Any],
+        timeout: float,
+        run: Any,
+        interrupted: Callable[[], bool],
+        summary: ToolCallSummary,
+    ) -> Any:
+        target = spec.target
+        deadline = time.time() + timeout
+        # concurrent jobs to one nornir worker can come back empty; queue them
+        semaphore = self._semaphore(spec)
+        while not semaphore.acquire(timeout=0.2):
+            if interrupted():
+                raise ToolError("the run was interrupted before the call was made")
+            if time.time() > deadline:
+                raise ToolError(
+                    f"waited {timeout:.0f}s for other calls to {target.service} to finish; the call was not made"
+                )
+        try:
+            future = self.client.submit_job(
+                target.service,
+                target.task,
+                kwargs=kwargs,
+                workers=target.workers,
+                timeout=child_job_timeout(deadline - time.time()),
+            )
+            if future is None:
+                raise ToolError(f"NorFab did not accept the job for {target.service}.{target.task}")
+            summary.job_uuid = future.uuid
+            while not future.done_event.is_set() and time.time() < deadline:
+                for event in future.events(timeout=0.2):
+                    if event.get("event_type") == "progress" and event.get("message") not in (None, "", "starting"):
+                        message = scrub(str(event["message"]), self.secrets())
+                        run.event(f"tool {spec.name}: {message}", resource=event.get("resource") or [])
+                if interrupted():
+                    raise ToolError(f"the run was interrupted while job {future.uuid} was running")
+            return future.result(timeout=0.5)
+        finally:
+            semaphore.release()
+            if summary.job_uuid:
+                forget_job(self.client, summary.job_uuid)
+
+    # ---------------------------------------------------------------- result
+
+    def render(
+        self, spec: ToolSpec, uuid: Optional[str], reply: Any, arguments: Dict[str, Any], since: Optional[float] = None
+    ) -> Tuple[str, str, Optional[str]]:
+        """The model's view of a NorFab reply: per worker status, errors and result.
+
+        A worker's result produced before ``since`` (the run's start) is no
+        evidence of the network now: it is marked stale and the call fails.
+        """
+        target = spec.target
+        if not reply:
+            error = f"job {uuid} for {target.service}.{target.task} got no reply: no worker matched '{target.workers}' or it timed out"
+            raise ToolError(error)
+        workers = {}
+        errors = []
+        for worker, result in reply.items():
+            entry = {"status": result.get("status"), "failed": bool(result.get("failed"))}
+            if result.get("status") == "no_match":
+                entry["errors"] = ["no hosts matched the host filters"]
+                errors.append(f"{worker}: no hosts matched the host filters")
+            elif result.get("failed") or result.get("status") in ("timeout", "error", "failed"):
+                entry["failed"] = True
+                entry["errors"] = redact(
+                    result.get("errors") or [f"task failed with status {result.get('status')}"], self.secrets()
+                )
+                errors.append(f"{worker}: {'; '.join(entry['errors'])}")
+            if result.get("result") is not None:
+                # failed results often carry the per-device reason; device
+                # output is redacted as data, before it is encoded
+                entry["result"] = redact(result.get("result"), self.secrets())
+            produced = ctime_seconds(result.get("task_completed"))
+            if since is not None and produced is not None and produced < since - CLOCK_SKEW:
+                entry["stale"] = f"produced at {result['task_completed']}, before this run started"
+                errors.append(f"{worker}: result is stale ({entry['stale']}); call again for current data")
+            workers[worker] = entry
+        named_hosts = (set(arguments) | set(target.kwargs)) & HOST_FILTERS
+        if not errors and named_hosts and not any(w.get("result") for w in workers.values()):
+            # NorFab can mark a job completed with no data when jobs to one
+            # nornir worker overlap; it is not evidence that hosts have nothing
+            errors.append("the task completed but returned no data for the requested hosts; retry the call")
+        ok = not errors
+        payload = {
+            "ok": ok,
+            "tool": spec.name,
+            "task": f"{target.service}.{target.task}",
+            "job_uuid": uuid,
+            "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "workers": workers,
+        }
+        if errors:
+            payload["error"] = "; ".join(errors)
+        return json.dumps(payload, default=str), "completed" if ok else "failed", payload.get("error")
+
+    def bound(self, text: str) -> Tuple[str, bool]:
+        if len(text) <= self.max_chars:
+            return text, False
+        note = f"\n[truncated: showing {self.max_chars} of {len(text)} characters; narrow the request to see the rest]"
+        return text[: self.max_chars] + note, True
