@@ -169,9 +169,10 @@ class Schedules:
             )
             return False, f"# {job.name} (FAILED)\n\n{message}\n", "", message
         status = STATUS_BY_STOP_REASON.get(result.stop_reason, "failed")
+        warnings = list(result.warnings)
         if status == "ok" and not result.response.strip():
             status = "failed"
-            result.warnings.append("the agent completed without a response")
+            warnings.append("the agent completed without a response")
         self.history.record(
             agent,
             ScheduleRun(
@@ -187,13 +188,11 @@ class Schedules:
                 silent=status == "ok" and cron.is_silent(result.response),
                 session_id=result.session_id,
                 tool_calls=result.tool_calls,
-                warnings=result.warnings,
+                warnings=warnings,
                 note=late,
             ),
         )
-        error = (
-            None if status == "ok" else f"{result.stop_reason}: {'; '.join(result.warnings) or 'see the run history'}"
-        )
+        error = None if status == "ok" else f"{result.stop_reason}: {'; '.join(warnings) or 'see the run history'}"
         document = f"# {job.name}\n\n**Run:** {result.run_id}\n**Session:** {result.session_id}\n\n{result.response}\n"
         return status == "ok", document, result.response if status == "ok" else "", error
 
