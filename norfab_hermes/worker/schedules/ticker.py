@@ -34,6 +34,7 @@ from ...models import (
 )
 from ..agents.catalog import AgentCatalog
 from ..hermes import compat, cron
+from ..hermes.records import CronJob
 from ..hermes.runtime import HermesRuntime
 from .actions import ScheduleActions
 from .history import ScheduleHistory, iso, parse_time
@@ -144,7 +145,7 @@ class Schedules:
 
     # ------------------------------------------------------------- execution
 
-    def _execute(self, job: cron.CronJob) -> cron.CronOutcome:
+    def _execute(self, job: CronJob) -> cron.CronOutcome:
         """Hermes' run_job for a due job: the agent runs it; the outcome goes to history and back to Hermes."""
         agent = cron.active_profile()
         started = datetime.now(timezone.utc)
@@ -197,7 +198,7 @@ class Schedules:
         return status == "ok", document, result.response if status == "ok" else "", error
 
     def _record_missed(
-        self, agent: str, job: cron.CronJob, due: Optional[datetime], started: datetime
+        self, agent: str, job: CronJob, due: Optional[datetime], started: datetime
     ) -> Optional[str]:
         """Record the slots Hermes skipped before this late run; the run's own note, if it is late.
 
