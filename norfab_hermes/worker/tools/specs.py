@@ -17,6 +17,7 @@ import json
 import textwrap
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...models import AgentDefinition, DelegateDefinition, ToolDefinition
@@ -31,6 +32,14 @@ QUESTION_CHARS = 4000  # a delegate's question: a request, not a document
 
 class ToolError(Exception):
     """A call that cannot go ahead; the message is for the model."""
+
+
+@dataclass
+class CallTrace:
+    """What one tool call has started so far; its summary is built from it once, when the call ends."""
+
+    job_uuid: Optional[str] = None  # the child NorFab job
+    delegated: Optional[Any] = None  # a delegate's asked run (``delegation.Child``)
 
 
 class ToolSpec:
