@@ -23,6 +23,7 @@ from pydantic import (
 from ..errors import InventoryError
 from ..safety import commands, guards, host_access
 from .base import StrictModel, describe_validation_error
+from .carryover import Criterion, RecordsDefinition, check_json_schema, parse_duration
 
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
@@ -216,6 +217,15 @@ class AgentDefinition(StrictModel):
         le=MAX_DELEGATION_DEPTH,
         description="Longest chain of delegations, counted from the run that started it, this agent may extend",
     )
+    memory: StrictBool = Field(
+        False, description="Hermes' memory: the agent saves facts (memory tool) and recalls them in later sessions"
+    )
+    skills: StrictBool = Field(False, description="Hermes' skills: the agent reads and writes skill documents")
+    records: Dict[StrictStr, RecordsDefinition] = Field(
+        {},
+        description="Read-only records of this worker (sessions, schedule history, evidence) of the agents named, "
+        "by tool name (listed with the norfab toolset)",
+    )
 
     @field_validator("hermes")
     @classmethod
@@ -229,7 +239,7 @@ class AgentDefinition(StrictModel):
         host_access.refuse_secrets(value, "hermes")
         return value
 
-    @field_validator("tools", "delegates")
+    @field_validator("tools", "delegates", "records")
     @classmethod
     def _tool_names(cls, value: Dict[str, Any]) -> Dict[str, Any]:
         for name in value:
@@ -237,12 +247,15 @@ class AgentDefinition(StrictModel):
                 raise ValueError(f"tool name '{name}' must be 1-64 letters, digits, '_' or '-'")
         return value
 
-    @field_validator("delegates")
+    @field_validator("delegates", "records")
     @classmethod
     def _one_name_one_tool(cls, value: Dict[str, Any], info: ValidationInfo) -> Dict[str, Any]:
-        both = sorted(set(value) & set(info.data.get("tools") or {}))
+        taken = set(info.data.get("tools") or {}) | (
+            set(info.data.get("delegates") or {}) if info.field_name == "records" else set()
+        )
+        both = sorted(set(value) & taken)
         if both:
-            raise ValueError(f"{', '.join(both)} named both under tools and under delegates; rename one")
+            raise ValueError(f"{', '.join(both)} named twice under tools, delegates and records; rename one")
         return value
 
 
@@ -292,6 +305,9 @@ class HermesInventory(StrictModel):
         {},
         description="Hermes tools or toolsets that reach the worker host (terminal, file, browser, web, code "
         "execution, ...), granted by agent name; no agent definition can grant them",
+    )
+    evidence_retention_days: PositiveInt = Field(
+        30, description="Days every tool result is kept as evidence (artifacts) before it is deleted"
     )
     hermes_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING",
@@ -378,3 +394,29 @@ class ScheduleDefinition(StrictModel):
     )
     repeat: Union[None, PositiveInt] = Field(None, description="Stop after this many runs; omit to run until removed")
     skills: Union[None, List[StrictStr]] = Field(None, description="Hermes skills loaded before the prompt")
+    compare: Union[None, StrictBool] = Field(
+        None, description="Carry the previous run's finding into the next run's prompt, to compare with it"
+    )
+    criteria: Union[None, List[Criterion]] = Field(
+        None,
+        description="Acceptance criteria checked on every run: a run that meets them is ok (recovered after a "
+        "regression), one that does not is regressed",
+    )
+    observe_for: Union[None, StrictStr] = Field(
+        None, description="End the schedule on its own this long after it is created or updated, e.g. 6h"
+    )
+    response_schema: Union[None, Dict[StrictStr, Any]] = Field(
+        None, description="JSON schema every run's answer is checked against (structured_response in history)"
+    )
+
+    @field_validator("observe_for")
+    @classmethod
+    def _duration(cls, value: Union[None, str]) -> Union[None, str]:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+    @field_validator("response_schema")
+    @classmethod
+    def _schema(cls, value: Union[None, Dict[str, Any]]) -> Union[None, Dict[str, Any]]:
+        return check_json_schema(value)

@@ -12,10 +12,18 @@ from pydantic import (
     PositiveInt,
     StrictBool,
     StrictStr,
+    field_validator,
 )
 
 from .base import TaskInput
+from .carryover import check_json_schema
 from .definitions import Lineage, ScheduleDefinition
+
+RESPONSE_SCHEMA = "JSON schema the answer must match: the result carries it parsed as structured_response"
+
+
+def _response_schema(cls: type, value: Union[None, Dict[str, Any]]) -> Union[None, Dict[str, Any]]:
+    return check_json_schema(value)
 
 
 class AgentAction(str, Enum):
@@ -53,6 +61,9 @@ class InvokeInput(TaskInput):
     lineage: Union[None, Lineage] = Field(
         None, description="Set by a delegating agent's worker: the runs that asked for this one"
     )
+    response_schema: Union[None, Dict[StrictStr, Any]] = Field(None, description=RESPONSE_SCHEMA)
+
+    _schema = field_validator("response_schema")(classmethod(_response_schema))
 
 
 class AgentInput(TaskInput):
@@ -94,6 +105,9 @@ class StartRunInput(AgentInput):
     run_timeout: Union[None, PositiveFloat] = Field(
         None, description="Run budget in seconds, at most the agent's run_timeout (not the caller's job timeout)"
     )
+    response_schema: Union[None, Dict[StrictStr, Any]] = Field(None, description=RESPONSE_SCHEMA)
+
+    _schema = field_validator("response_schema")(classmethod(_response_schema))
 
 
 class GetRunInput(AgentInput):

@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from .base import StrictModel
+from .carryover import ArtifactSummary, Criterion, CriterionResult
 from .definitions import Lineage
 
 # the closed sets of states and outcomes results carry
@@ -25,7 +26,7 @@ ApprovalState = Literal["pending", "approved", "denied", "expired"]
 RunState = Literal["queued", "running", "waiting_for_approval", "finished"]
 AgentState = Literal["running", "stopped", "invalid"]
 AgentOwner = Literal["inventory", "runtime", "native"]
-ScheduleRunStatus = Literal["ok", "failed", "missed", "interrupted", "timeout"]
+ScheduleRunStatus = Literal["ok", "failed", "missed", "interrupted", "timeout", "regressed", "recovered"]
 
 
 class StopReason(str, Enum):
@@ -108,6 +109,11 @@ class InvokeResultData(StrictModel):
     approvals: List[ApprovalInfo] = Field([], description="Approvals the run waited for, and who decided them")
     lineage: Union[None, Lineage] = Field(
         None, description="For a run another agent asked: who asked, from the first run"
+    )
+    artifacts: List[ArtifactSummary] = Field([], description="Every tool result the run received, kept as evidence")
+    structured_response: Any = Field(None, description="The answer parsed and checked against response_schema")
+    structured_error: Union[None, StrictStr] = Field(
+        None, description="Why there is no structured_response although a response_schema was given"
     )
 
 
@@ -258,11 +264,16 @@ class ScheduleInfo(StrictModel):
     repeat: Union[None, int] = Field(None, description="Runs allowed; None runs until removed")
     origin: StrictStr = Field(..., description="'norfab' when created with the schedule task, else the chat session")
     skills: List[StrictStr] = Field([], description="Skills loaded before the prompt")
+    compare: StrictBool = Field(False, description="Each run is given the previous run's finding")
+    criteria: List[Criterion] = Field([], description="Acceptance criteria checked on every run")
+    until: Union[None, StrictStr] = Field(None, description="ISO time the observation period ends")
 
 
 class ScheduleRun(StrictModel):
     schedule_id: StrictStr = Field(..., description="Schedule the run belongs to")
-    status: ScheduleRunStatus = Field(..., description="ok, failed, missed, interrupted or timeout")
+    status: ScheduleRunStatus = Field(
+        ..., description="ok, regressed, recovered (against its criteria), failed, missed, interrupted or timeout"
+    )
     due: Union[None, StrictStr] = Field(None, description="ISO time the run was due")
     started: Union[None, StrictStr] = Field(None, description="ISO time the run started")
     duration: Union[None, float] = Field(None, description="Seconds")
@@ -275,6 +286,9 @@ class ScheduleRun(StrictModel):
     tool_calls: List[ToolCallSummary] = Field([], description="Tool calls with their NorFab job UUIDs")
     warnings: List[StrictStr] = Field([], description="What went wrong or was refused")
     note: Union[None, StrictStr] = Field(None, description="For missed runs: why and how many")
+    criteria: List[CriterionResult] = Field([], description="The acceptance criteria, each met or not")
+    artifacts: List[ArtifactSummary] = Field([], description="Every tool result the run received, kept as evidence")
+    structured_response: Any = Field(None, description="The answer checked against the schedule's response_schema")
 
 
 class ScheduleResultData(StrictModel):
