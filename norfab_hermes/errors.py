@@ -70,6 +70,12 @@ class UnknownRun(HermesError, LookupError):
     code = "unknown_run"
 
 
+class UnknownArtifact(HermesError, LookupError):
+    """The artifact id is not one of the agent's kept artifacts (another agent's, or past its retention)."""
+
+    code = "unknown_artifact"
+
+
 class Busy(HermesError):
     """Every run slot and queue place of the worker is taken, or a session stayed busy."""
 

@@ -35,6 +35,7 @@ def import_hermes() -> None:
     _replies_leave_when_the_agent_finishes()
     _no_project_context_files()
     _model_requests_keep_their_turn()
+    _skills_stay_in_their_profile()
 
 
 def _model_requests_keep_their_turn() -> None:
@@ -60,6 +61,16 @@ def _model_requests_keep_their_turn() -> None:
             return getattr(threading, name)
 
     helpers.threading = TurnThreading("threading")
+
+
+def _skills_stay_in_their_profile() -> None:
+    # When a skill is not found, Hermes' skill manager searches every other
+    # profile of the instance and names those that have a skill of that name:
+    # one agent could learn what another agent saved. Every agent is a
+    # profile of one worker here, and an agent's skills stay its own.
+    import tools.skill_manager_tool as skill_manager
+
+    skill_manager._find_skill_in_other_profiles = lambda name: []
 
 
 def _no_project_context_files() -> None:

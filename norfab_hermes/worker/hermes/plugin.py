@@ -14,6 +14,7 @@ import logging
 from typing import Any, Dict, Optional
 
 from ...models import BLOCKED_COMMANDS, ToolCallSummary, arguments_digest
+from ...safety.redact import redact
 from . import port
 from .compat import PLATFORM, current_session_key
 
@@ -21,6 +22,8 @@ log = logging.getLogger(__name__)
 
 PLUGIN = "norfab"  # this plugin's name, enabled in the instance root's config
 NORFAB_TOOLSET = "norfab"  # what agent definitions list under toolsets
+# Hermes tools that save what the model writes inside the profile: it is redacted before it is saved
+SAVING_TOOLS = {"memory", "skill_manage"}
 # Hermes' registry toolset of all NorFab tools. Not "norfab": Hermes adds the
 # tools of a toolset named like a platform to that platform's default tools,
 # which would hand every agent every NorFab tool.
@@ -68,6 +71,15 @@ def _guard_tools(tool_name: str = "", **_: Any) -> Optional[dict]:
         log.error(f"Tool guard failed for {tool_name}: {error!r}")
         reason = "the worker could not check this tool"
     return {"action": "block", "message": f"{reason}; the call was not made"} if reason else None
+
+
+def _redact_saved(tool_name: str = "", args: Any = None, **_: Any) -> Optional[dict]:
+    """What an agent saves to its memory or skills is redacted like every other output."""
+    if tool_name not in SAVING_TOOLS or not isinstance(args, dict):
+        return None
+    host = port.current()
+    masked = redact(args, host.secrets() if host else [])
+    return {"args": masked} if masked != args else None
 
 
 def _on_provider_error(
@@ -203,3 +215,4 @@ def register(ctx: Any) -> None:
     ctx.register_hook("api_request_error", _on_provider_error)
     ctx.register_hook("pre_tool_call", _on_tool_started)
     ctx.register_hook("post_tool_call", _on_tool_finished)
+    ctx.register_middleware("tool_request", _redact_saved)

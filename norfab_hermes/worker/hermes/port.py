@@ -40,6 +40,8 @@ class HostPort(Protocol):
 
     def ask_operator(self, session_key: str, question: str, default: Any) -> Any: ...
 
+    def secrets(self) -> List[str]: ...
+
 
 _host: Optional[HostPort] = None
 _lock = threading.Lock()

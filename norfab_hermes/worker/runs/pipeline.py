@@ -20,7 +20,7 @@ from ..hermes.runtime import HermesRuntime
 from ..sessions.store import Sessions
 from ..tools.delegation import Delegator
 from ..tools.specs import ToolBox
-from . import turn
+from . import answer, turn
 from .budget import Limits
 from .registry import RunRegistry
 from .run import Run
@@ -81,23 +81,34 @@ class RunPipeline:
         job: Any,
         interactive: bool = False,
         lineage: Optional[Dict[str, Any]] = None,
+        response_schema: Optional[Dict[str, Any]] = None,
     ) -> InvokeResultData:
         check_instructions(instructions)
         asked_by = self._check_lineage(agent, lineage, getattr(job, "client_address", None))
         run = self._accept(agent, session_id, timeout, job, interactive)
-        run.lineage = asked_by
+        run.lineage, run.response_schema = asked_by, response_schema
         return self._execute(run, instructions)
 
-    def run_scheduled(self, agent: str, prompt: str, schedule_id: str) -> InvokeResultData:
+    def run_scheduled(
+        self, agent: str, prompt: str, schedule_id: str, response_schema: Optional[Dict[str, Any]] = None
+    ) -> InvokeResultData:
         """A due schedule, as a run of its agent: a session of its own, nobody attached."""
-        return self._execute(self._accept(agent, None, None, None, False, schedule_id), prompt)
+        run = self._accept(agent, None, None, None, False, schedule_id)
+        run.response_schema = response_schema
+        return self._execute(run, prompt)
 
     def start_run(
-        self, agent: str, instructions: str, session_id: Optional[str], timeout: Optional[float]
+        self,
+        agent: str,
+        instructions: str,
+        session_id: Optional[str],
+        timeout: Optional[float],
+        response_schema: Optional[Dict[str, Any]] = None,
     ) -> RunStateData:
         """A run in the background: its ids at once; get_run follows it."""
         check_instructions(instructions)
         run = self._accept(agent, session_id, timeout, None, False)
+        run.response_schema = response_schema
         threading.Thread(
             target=self._background, args=(run, instructions), name=f"hermes-run-{run.run_id}", daemon=True
         ).start()
@@ -191,11 +202,8 @@ class RunPipeline:
                         "lineage": run.lineage.model_dump() if run.lineage else None,
                     },
                 )
-                finished = turn.wait(self.runtime, run, instructions, self.stopping)
-                result = turn.envelope(self.runtime, run, finished, self.worker_name, self.catalog.secrets())
-                if result.stop_reason != StopReason.completed.value and finished is not None:
-                    note = f"[This turn ended without an answer ({result.stop_reason}: {run.stop_message or 'see the run warnings'}).]"
-                    compat.close_unanswered_turn(self.runtime.runner, result.session_id, note)
+                first = self._turn(run, answer.ask(instructions, run.response_schema))
+                result = answer.settle(run, first, lambda text: self._turn(run, text))
             run.event(
                 f"run {run.run_id} {result.stop_reason}", extras={"run_id": run.run_id, "session_id": result.session_id}
             )
@@ -203,6 +211,16 @@ class RunPipeline:
         finally:
             metering.forget_model_requests(run.session_key)
             self.runs.finish(run, result)
+
+
+    def _turn(self, run: Run, text: str) -> InvokeResultData:
+        """One gateway turn of the run and its envelope; a turn that ended unanswered is closed in its session."""
+        finished = turn.wait(self.runtime, run, text, self.stopping)
+        result = turn.envelope(self.runtime, run, finished, self.worker_name, self.catalog.secrets())
+        if result.stop_reason != StopReason.completed.value and finished is not None:
+            note = f"[This turn ended without an answer ({result.stop_reason}: {run.stop_message or 'see the run warnings'}).]"
+            compat.close_unanswered_turn(self.runtime.runner, result.session_id, note)
+        return result
 
 
 def check_instructions(instructions: str) -> None:

@@ -13,7 +13,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Set
 
-from ...models import ActiveRun, ApprovalInfo, InvokeResultData, Lineage, RunEvent, ToolCallSummary
+from ...models import ActiveRun, ApprovalInfo, ArtifactSummary, InvokeResultData, Lineage, RunEvent, ToolCallSummary
 from .budget import Budget, Limits, Overrun
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,8 @@ class Run:
         self.stop_message = ""
         self.provider_errors: List[Dict[str, Any]] = []  # failed model requests, as Hermes reported them
         self.tool_calls: List[ToolCallSummary] = []
+        self.artifacts: List[ArtifactSummary] = []  # every tool result received, kept as evidence
+        self.response_schema: Optional[Dict[str, Any]] = None  # the answer must match it (structured answers)
         self.warnings: List[str] = []
         self.approval_timeout = approval_timeout  # how long the run waits in the approval inbox
         self.approvals: List[ApprovalInfo] = []

@@ -99,6 +99,7 @@ def envelope(
         warnings=run.warnings,
         approvals=run.approvals,
         lineage=run.lineage,
+        artifacts=run.artifacts,
     )
 
 

@@ -5,9 +5,11 @@ Running an agent's tool calls, through the worker's own NFPClient.
 then for a NorFab tool validate the model's arguments against the tool and
 the guards, merge fixed ones, ask for approval when the tool changes state,
 dispatch with a timeout inside the run's budget, and turn the NorFab reply
-into a redacted result the model can read; a delegate's question goes to
-the delegator (``delegation``). Every result is bounded and recorded; every
-failure is a tool error the model sees; nothing here raises into Hermes.
+into a redacted result the model can read, keeping each output as evidence
+(``evidence``); a delegate's question goes to the delegator
+(``delegation``), a records tool's read to the records reader
+(``records``). Every result is bounded and recorded; every failure is a
+tool error the model sees; nothing here raises into Hermes.
 """
 
 import json
@@ -23,7 +25,8 @@ from ...models import ToolCallSummary, arguments_digest
 from ...norfab_compat import forget_job
 from ...safety import commands, guards
 from ...safety.redact import redact, scrub
-from .specs import CallTrace, DelegateSpec, ToolError, ToolSpec, is_open
+from ..evidence import capture
+from .specs import CallTrace, DelegateSpec, RecordsSpec, ToolError, ToolSpec, is_open
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,14 @@ def ctime_seconds(text: Any) -> Optional[float]:
         return None
 
 
+def _response(text: str) -> str:
+    """A delegate's answer from the text the model reads."""
+    try:
+        return str(json.loads(text).get("response") or "")
+    except (ValueError, AttributeError):
+        return ""
+
+
 def devices_in(reply: Any) -> set:
     """The hosts a nornir reply holds results for (a nornir result is keyed by host)."""
     return {
@@ -73,6 +84,8 @@ class ToolRunner:
         ask: Callable[[str, str, Any], Any] = None,
         inbox: Any = None,
         delegator: Any = None,
+        evidence: Any = None,
+        records: Any = None,
     ) -> None:
         self.client = client
         self.max_chars = max_chars
@@ -81,11 +94,13 @@ class ToolRunner:
         self.ask = ask  # ask(session_key, question, default): the run's operator answers, or PermissionError
         self.inbox = inbox  # the approval inbox of runs nobody is attached to
         self.delegator = delegator  # asks other agents, for delegate tools
+        self.evidence = evidence  # keeps every tool result as an artifact (``evidence.store``)
+        self.records = records  # reads this worker's records, for records tools (``records``)
         self._targets: Dict[str, threading.BoundedSemaphore] = {}
         self._lock = threading.Lock()
 
     def call(self, spec: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool]) -> str:
-        """Run one call (a NorFab tool or a delegate) and return the text the model reads."""
+        """Run one call (a NorFab tool, a delegate or a records tool) and return the text the model reads."""
         if run is None:  # a turn no NorFab run started: no budget holds it, so it gets no network
             message = "tools run only inside a run started through NorFab (invoke, start_run or a schedule); the call was not made"
             return json.dumps({"ok": False, "error": message, "tool": spec.name, "job_uuid": None})
@@ -98,6 +113,10 @@ class ToolRunner:
                 raise ToolError(f"{refusal}; the call was not made")
             if isinstance(spec, DelegateSpec):
                 text, status, error = self.delegator.ask(spec, arguments, run, interrupted, trace)
+                answer = capture.answer_piece(spec.definition.workers, spec.definition.agent, _response(text))
+                self._keep(spec, run, trace, [answer])
+            elif isinstance(spec, RecordsSpec):
+                text, status, error = self.records.read(spec, arguments)
             else:
                 text, status, error = self._norfab(spec, arguments, run, interrupted, trace)
         except ToolError as refused:
@@ -140,13 +159,23 @@ class ToolRunner:
     ) -> Tuple[str, str, Optional[str]]:
         kwargs = self.prepare(spec, arguments)
         timeout = self._timeout(spec, run)
-        self._approve(spec, arguments, run)
+        trace.approved_by = self._approve(spec, arguments, run)
         target = spec.target
         run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
         reply = self._dispatch(spec, kwargs, timeout, run, interrupted, trace)
         if target.service == "nornir":
             run.touched(devices_in(reply))
-        return self.render(spec, trace.job_uuid, reply, arguments, run.started)
+        kept = self._keep(spec, run, trace, capture.pieces(target.service, target.task, reply, self.secrets()))
+        return self.render(spec, trace.job_uuid, reply, arguments, run.started, [a.artifact_id for a in kept])
+
+    def _keep(self, spec: Any, run: Any, trace: CallTrace, pieces: List[capture.Piece]) -> List[Any]:
+        """Keep the call's results as evidence, listed on the run; nothing when the worker keeps none."""
+        if self.evidence is None or not pieces:
+            return []
+        service, task, _ = spec.where()
+        kept = self.evidence.keep_run(run, spec.name, f"{service}.{task}", trace.job_uuid, pieces, trace.approved_by)
+        run.artifacts.extend(kept)
+        return kept
 
     # ------------------------------------------------------------- arguments
 
@@ -206,10 +235,11 @@ class ToolRunner:
             raise ToolError("the run's time budget is spent; no time left for another tool call")
         return timeout
 
-    def _approve(self, spec: ToolSpec, arguments: Dict[str, Any], run: Any) -> None:
-        """A live caller answers inline; a run nobody is attached to waits in the inbox, or is refused."""
+    def _approve(self, spec: ToolSpec, arguments: Dict[str, Any], run: Any) -> Optional[str]:
+        """A live caller answers inline; a run nobody is attached to waits in the inbox, or is refused.
+        Returns who approved the call (None for a call that needs no approval)."""
         if not spec.definition.approval:
-            return
+            return None
         if self.ask is None and self.inbox is None:
             raise ToolError("this tool needs the operator's approval, and nobody can be asked in this run")
         target = f"{spec.target.service}.{spec.target.task} on {spec.target.workers}"
@@ -217,7 +247,7 @@ class ToolRunner:
             approval = self.inbox.request(run, spec.name, target, arguments)
             note = f" ({approval.note})" if approval.note else ""
             if approval.state == "approved":
-                return
+                return approval.decided_by or "an operator"
             if approval.state == "denied":
                 raise ToolError(f"{approval.decided_by or 'an operator'} denied this call{note}; it was not made")
             raise ToolError(
@@ -233,6 +263,7 @@ class ToolRunner:
             raise ToolError(f"this tool needs the operator's approval: {reason}; the call was not made") from None
         if allowed is not True and str(allowed).lower() not in ("y", "yes", "true"):
             raise ToolError("the operator declined this call; it was not made")
+        return "the run's operator"
 
     # -------------------------------------------------------------- dispatch
 
@@ -288,7 +319,13 @@ class ToolRunner:
     # ---------------------------------------------------------------- result
 
     def render(
-        self, spec: ToolSpec, uuid: Optional[str], reply: Any, arguments: Dict[str, Any], since: Optional[float] = None
+        self,
+        spec: ToolSpec,
+        uuid: Optional[str],
+        reply: Any,
+        arguments: Dict[str, Any],
+        since: Optional[float] = None,
+        artifacts: Optional[List[str]] = None,
     ) -> Tuple[str, str, Optional[str]]:
         """The model's view of a NorFab reply: per worker status, errors and result.
 
@@ -337,6 +374,8 @@ class ToolRunner:
         }
         if errors:
             payload["error"] = "; ".join(errors)
+        if artifacts:
+            payload["artifacts"] = artifacts  # kept whole: the records tool and the evidence task read them
         return json.dumps(payload, default=str), "completed" if ok else "failed", payload.get("error")
 
     def bound(self, text: str) -> Tuple[str, bool]:

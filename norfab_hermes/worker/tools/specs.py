@@ -6,7 +6,8 @@ model sees and the NorFab task behind it. Descriptions and schemas not given
 in the definition come from the target service's ``list_tasks``, minus
 fixed, injected and guarded arguments, closed to extras. A
 :class:`DelegateSpec` is one of the agent's delegates: a question for
-another agent on one hermes worker (run by ``delegation``). :class:`ToolBox`
+another agent on one hermes worker (run by ``delegation``); a
+:class:`RecordsSpec` reads this worker's own records (``records``). :class:`ToolBox`
 holds every agent's specs and retries the ones whose service did not answer.
 
 Nothing here imports Hermes; the plugin registers the specs with Hermes'
@@ -20,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...models import AgentDefinition, DelegateDefinition, ToolDefinition
+from ...models import AgentDefinition, DelegateDefinition, RecordsDefinition, ToolDefinition
 from ...safety import commands, guards
 
 LIST_TASKS_TIMEOUT = 15
@@ -40,6 +41,7 @@ class CallTrace:
 
     job_uuid: Optional[str] = None  # the child NorFab job
     delegated: Optional[Any] = None  # a delegate's asked run (``delegation.Child``)
+    approved_by: Optional[str] = None  # who approved an approval-gated call
 
 
 class ToolSpec:
@@ -140,6 +142,62 @@ class DelegateSpec:
         return {**self.definition.model_dump(), "kind": "delegate", "parameters": self.parameters, "error": self.error}
 
 
+# what each kind of record lets the model do (``records.RecordsReader``)
+RECORD_ACTIONS = {
+    "sessions": ["list_sessions", "search_sessions", "read_session"],
+    "schedules": ["list_schedules", "schedule_history"],
+    "evidence": ["list_evidence", "read_artifact"],
+}
+SEARCH_CHARS = 200
+
+
+class RecordsSpec:
+    """One agent's records tool: read-only records of this worker, of the agents its definition names."""
+
+    def __init__(self, agent: str, name: str, definition: RecordsDefinition) -> None:
+        self.agent = agent
+        self.name = name
+        self.definition = definition
+        self.actions = [action for kind in definition.read for action in RECORD_ACTIONS[kind]]
+        self.description = (
+            definition.description
+            or f"Read the records of agents {', '.join(definition.agents)} on this worker: {', '.join(definition.read)}"
+        )[:DESCRIPTION_CHARS]
+        self.error: Optional[str] = None
+
+    @property
+    def parameters(self) -> Dict[str, Any]:
+        text = {"type": "string", "minLength": 1, "maxLength": 100}
+        return {
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": self.actions, "description": "What to read"},
+                "agent": {"type": "string", "enum": self.definition.agents, "description": "Whose records"},
+                "session_id": {**text, "description": "read_session, list_evidence: the session"},
+                "text": {**text, "maxLength": SEARCH_CHARS, "description": "search_sessions: words to find"},
+                "schedule": {**text, "description": "schedule_history: the schedule id or name"},
+                "run_id": {**text, "description": "list_evidence: the run"},
+                "artifact_id": {**text, "description": "read_artifact: the artifact, read whole"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Newest items (default 10)"},
+            },
+            "required": ["action", "agent"],
+            "additionalProperties": False,
+        }
+
+    @property
+    def schema(self) -> Dict[str, Any]:
+        description = (
+            f"{self.description}. Read-only; each record names its session, run and NorFab job to refer to."
+        )
+        return {"description": description, "parameters": self.parameters}
+
+    def where(self) -> Tuple[None, None, None]:
+        return None, None, None  # no NorFab task: the worker reads its own records
+
+    def summary(self) -> Dict[str, Any]:
+        return {**self.definition.model_dump(), "kind": "records", "parameters": self.parameters, "error": self.error}
+
+
 def closed(schema: Dict[str, Any]) -> Dict[str, Any]:
     """An explicit schema, closed to extra arguments unless it opens itself explicitly."""
     return schema if "additionalProperties" in schema else {**schema, "additionalProperties": False}
@@ -212,6 +270,7 @@ class ToolBox:
             agent: {
                 **{name: ToolSpec(agent, name, d) for name, d in a.tools.items()},
                 **{name: DelegateSpec(agent, name, d, a.max_delegation_depth) for name, d in a.delegates.items()},
+                **{name: RecordsSpec(agent, name, d) for name, d in a.records.items()},
             }
             for agent, a in agents.items()
         }
