@@ -13,15 +13,19 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from ..errors import AgentUnavailable
+from ..errors import AgentUnavailable, InvalidRequest
 from ..models import (
     AgentDefinition,
     ApprovalInfo,
     CommandResultData,
+    EvidenceResultData,
+    HandoverMaterial,
     HermesInventory,
     InterruptResultData,
     InvokeResultData,
     ManageAgentResultData,
+    MemoryResultData,
+    ReportResultData,
     RunStateData,
     ScheduleDefinition,
     ScheduleResultData,
@@ -32,8 +36,12 @@ from ..safety import host_access
 from .agents import profiles
 from .agents.catalog import AgentCatalog
 from .agents.lifecycle import Lifecycle
+from .evidence import report
+from .evidence.store import EvidenceStore
+from .handover.material import Handover
 from .hermes import compat, metering, patches, plugin, port
 from .hermes.runtime import HermesRuntime
+from .memory.store import AgentMemory
 from .runs import turn
 from .runs.approvals import ApprovalInbox
 from .runs.pipeline import RunPipeline
@@ -43,6 +51,7 @@ from .schedules.ticker import Schedules
 from .sessions import commands
 from .sessions.store import Sessions
 from .tools.delegation import Delegator
+from .tools.records import RecordsReader
 from .tools.runner import ToolRunner
 from .tools.specs import ToolBox, ToolSpec
 
@@ -102,7 +111,16 @@ class HermesHost:
             self.delegator,
             self.stopping,
         )
-        self.schedules = Schedules(worker_name, self.catalog, self.runtime, self.pipeline.run_scheduled)
+        self.evidence = EvidenceStore(
+            root,
+            inventory.evidence_retention_days,
+            lambda run: run.session_id or self.sessions.current(run.agent, run.chat_id),
+        )
+        self.schedules = Schedules(worker_name, self.catalog, self.runtime, self.pipeline.run_scheduled, self.evidence)
+        self.memory = AgentMemory(worker_name, self.catalog.home, self.catalog.secrets)
+        self.handover = Handover(
+            worker_name, self.sessions, self.schedules, self.evidence, self.catalog.available, self.catalog.secrets
+        )
         self.tool_runner = ToolRunner(
             client,
             inventory.tool_result_max_chars,
@@ -111,6 +129,10 @@ class HermesHost:
             ask=self.runs.ask_operator,
             inbox=self.approvals,
             delegator=self.delegator,
+            evidence=self.evidence,
+            records=RecordsReader(
+                self.sessions, self.schedules, self.evidence, self.catalog.known, self.catalog.secrets
+            ),
         )
 
     @property
@@ -136,6 +158,7 @@ class HermesHost:
             elif compat.profile_adapter(self.runtime.runner, name) is None:
                 self.catalog.errors.setdefault(name, f"agent '{name}': Hermes did not start its NorFab adapter")
         self.schedules.start()
+        self.evidence.prune()
         threading.Thread(target=self._retry_tools, name=f"{self.worker_name}-tool-retry", daemon=True).start()
         log.info(f"{self.worker_name} - Hermes gateway serving agents {sorted(self.catalog.available())}")
 
@@ -191,13 +214,19 @@ class HermesHost:
         job: Any,
         interactive: bool = False,
         lineage: Optional[Dict[str, Any]] = None,
+        response_schema: Optional[Dict[str, Any]] = None,
     ) -> InvokeResultData:
-        return self.pipeline.invoke(agent, instructions, session_id, timeout, job, interactive, lineage)
+        return self.pipeline.invoke(agent, instructions, session_id, timeout, job, interactive, lineage, response_schema)
 
     def start_run(
-        self, agent: str, instructions: str, session_id: Optional[str], timeout: Optional[float]
+        self,
+        agent: str,
+        instructions: str,
+        session_id: Optional[str],
+        timeout: Optional[float],
+        response_schema: Optional[Dict[str, Any]] = None,
     ) -> RunStateData:
-        return self.pipeline.start_run(agent, instructions, session_id, timeout)
+        return self.pipeline.start_run(agent, instructions, session_id, timeout, response_schema)
 
     def run_state(self, agent: str, run_id: str, offset: int = 0) -> RunStateData:
         return self.pipeline.run_state(agent, run_id, offset)
@@ -237,6 +266,44 @@ class HermesHost:
         if self.stopping.is_set():
             raise AgentUnavailable(f"worker '{self.worker_name}' is shutting down")
         return self.lifecycle.act(action, agent, definition, clone_from, interrupt)
+
+    # ------------------------------------------------------ carried over
+
+    def agent_memory(self, agent: str, action: str, target: Optional[str], entry: Optional[str]) -> MemoryResultData:
+        self.catalog.require_known(agent)
+        if agent not in self.catalog.agents:
+            raise AgentUnavailable(f"agent '{agent}' on worker '{self.worker_name}' is invalid: {self.catalog.errors.get(agent)}")
+        return self.memory.act(agent, self.catalog.agents[agent], action, target, entry)
+
+    def evidence_of(
+        self, agent: str, run_id: Optional[str], session_id: Optional[str], artifact_id: Optional[str]
+    ) -> EvidenceResultData:
+        self.catalog.require_known(agent)
+        if artifact_id:
+            artifact = self.evidence.artifact(agent, artifact_id)
+            return EvidenceResultData(agent=agent, worker=self.worker_name, artifacts=[artifact], artifact=artifact)
+        if not (run_id or session_id):
+            raise InvalidRequest("run_id: give the run (or session_id, or artifact_id) whose evidence to show")
+        found = self.evidence.artifacts(agent, run_id=run_id, session_id=session_id)
+        return EvidenceResultData(agent=agent, worker=self.worker_name, artifacts=found)
+
+    def report(self, agent: str, session_id: str) -> ReportResultData:
+        self.catalog.require_known(agent)
+        session = self.sessions.get(agent, session_id, 10_000)
+        artifacts = self.evidence.artifacts(agent, session_id=session_id)
+        markdown, quotes, linked = report.incident_note(session, artifacts, self.evidence.texts(agent, artifacts))
+        return ReportResultData(
+            agent=agent,
+            worker=self.worker_name,
+            session_id=session_id,
+            markdown=markdown,
+            artifacts=artifacts,
+            quotes=quotes,
+            linked=linked,
+        )
+
+    def handover_material(self, agents: Optional[List[str]], since: Optional[str], limit: int) -> HandoverMaterial:
+        return self.handover.material(agents, since, limit)
 
     def command(self, agent: str, command: str, session_id: Optional[str]) -> CommandResultData:
         self.require(agent)
@@ -278,3 +345,6 @@ class HermesHost:
 
     def ask_operator(self, session_key: str, question: str, default: Any) -> Any:
         return self.runs.ask_operator(session_key, question, default)
+
+    def secrets(self) -> List[str]:
+        return self.catalog.secrets()

@@ -54,8 +54,15 @@ ENFORCED = {
 }
 
 
-# Hermes' memory is off for an agent unless its definition turns it on (hermes.memory)
+# Hermes' memory is off for an agent unless its definition turns it on (memory: true)
 MEMORY_OFF = {"memory_enabled": False, "user_profile_enabled": False}
+MEMORY_ON = {"memory_enabled": True, "user_profile_enabled": True}
+# No background memory or skill review: Hermes would ask the model after the run
+# has ended, a request no run's budget counts (the metering refuses it). The
+# agent saves what it learns with its memory and skill tools, inside the run.
+NO_BACKGROUND_REVIEW = {"memory": {"nudge_interval": 0}, "skills": {"creation_nudge_interval": 0}}
+# the toolsets a definition's switches turn on
+SWITCHED_TOOLSETS = {"memory": "memory", "skills": "skills"}
 
 
 def merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
@@ -136,13 +143,20 @@ def profile_config(
     hermes = copy.deepcopy(definition.hermes)
     model = merge(model_defaults, hermes.pop("model", {}))
     model_part, secrets = provider_secrets(model, environ, key_vars)
-    config = merge({"agent": {"max_turns": max_turns}, "memory": MEMORY_OFF}, hermes)
+    memory = MEMORY_ON if definition.memory else MEMORY_OFF
+    config = merge({"agent": {"max_turns": max_turns}, "memory": memory}, hermes)
     config = merge(config, model_part)
-    config = merge(config, ENFORCED)
-    toolsets = [agent_toolset(agent) if t == NORFAB_TOOLSET else t for t in definition.toolsets]
+    config = merge(merge(config, ENFORCED), NO_BACKGROUND_REVIEW)
+    toolsets = [agent_toolset(agent) if t == NORFAB_TOOLSET else t for t in toolsets_of(definition)]
     config["platform_toolsets"] = {PLATFORM: toolsets}
     config["platforms"] = {PLATFORM: {"enabled": True, "home_channel": HOME_CHANNEL}}
     return config, secrets
+
+
+def toolsets_of(definition: AgentDefinition) -> List[str]:
+    """The definition's toolsets, with those its memory and skills switches turn on."""
+    switched = [t for field, t in SWITCHED_TOOLSETS.items() if getattr(definition, field)]
+    return list(definition.toolsets) + [t for t in switched if t not in definition.toolsets]
 
 
 def write_profile(home: Path, config: Dict[str, Any], instructions: str) -> None:

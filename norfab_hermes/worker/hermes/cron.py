@@ -43,6 +43,7 @@ def job(raw: Dict[str, Any]) -> CronJob:
         skills=list(raw.get("skills") or []),
         host_fields=[f for f in HOST_FIELDS if raw.get(f)],
         raw=raw,
+        compare=raw["id"] in (raw.get("context_from") or []),
     )
 
 
@@ -78,6 +79,16 @@ def get(home: Path, ref: str) -> Optional[CronJob]:
 def update(home: Path, job_id: str, updates: Dict[str, Any]) -> Optional[CronJob]:
     with store(home) as jobs:
         return _job(jobs.update_job(job_id, updates))
+
+
+def carry_previous(home: Path, job_id: str, on: bool) -> Optional[CronJob]:
+    """Whether the job's latest output goes in front of its next prompt (Hermes' context_from, its own id)."""
+    return update(home, job_id, {"context_from": [job_id] if on else None})
+
+
+def end(home: Path, job_id: str, reason: str) -> Optional[CronJob]:
+    """The job is done (as Hermes marks a job whose runs are used up): it stays listed, never runs again."""
+    return update(home, job_id, {"enabled": False, "state": "completed", "paused_reason": reason})
 
 
 def pause(home: Path, job_id: str, reason: str) -> Optional[CronJob]:

@@ -72,3 +72,4 @@ class CronJob:
     skills: List[str]
     host_fields: List[str]  # HOST_FIELDS the job sets
     raw: Dict[str, Any] = field(repr=False, compare=False)  # Hermes' own dict, for its prompt builder
+    compare: bool = False  # Hermes puts the job's own latest output in front of its prompt (context_from)

@@ -13,6 +13,7 @@ from ..hermes import compat, cron
 from ..hermes.records import CronJob
 from ..hermes.runtime import HermesRuntime
 from .history import ScheduleHistory, iso, parse_time
+from .watch import Watches, hermes_fields
 
 
 class ScheduleActions:
@@ -26,6 +27,7 @@ class ScheduleActions:
         runtime: the Hermes runtime (sessions of chat-created schedules).
         wake: asks the scheduler to check the stores now.
         stopped: whether an agent is stopped (its schedules do not fire).
+        watches: the schedules' criteria, observation periods and answer schemas.
     """
 
     def __init__(
@@ -36,6 +38,7 @@ class ScheduleActions:
         runtime: HermesRuntime,
         wake: Callable[[], None],
         stopped: Callable[[str], bool],
+        watches: Watches,
     ) -> None:
         self.worker_name = worker_name
         self.home = home
@@ -43,6 +46,7 @@ class ScheduleActions:
         self.runtime = runtime
         self.wake = wake
         self.stopped = stopped
+        self.watches = watches
 
     def act(
         self, agent: str, action: str, ref: Optional[str], definition: Optional[ScheduleDefinition], limit: int
@@ -66,7 +70,7 @@ class ScheduleActions:
             jobs = cron.list_jobs(home)
             return answer(f"{len(jobs)} schedule(s)", jobs)
         if action == "create":
-            job = cron.create(home, **self._new_job(agent, definition))
+            job = self._watched(agent, cron.create(home, **self._new_job(agent, definition)), definition)
             self.wake()
             return answer(f"schedule '{job.name}' created, next run {iso(parse_time(job.next_run_at))}", [job])
         job = self.find(agent, ref, action)
@@ -76,11 +80,13 @@ class ScheduleActions:
         if action == "update":
             updates = self._updates(agent, job, definition)
             try:
-                job = cron.update(home, job.id, updates)
+                job = cron.update(home, job.id, updates) if updates else job
             except ValueError as error:
                 raise InvalidRequest(f"definition.schedule: {error}") from None
+            job = self._watched(agent, job, definition)
             self.wake()
-            return answer(f"schedule '{job.name}' updated: {', '.join(sorted(updates))}", [job])
+            changed = sorted(definition.model_dump(exclude_none=True)) if definition else []
+            return answer(f"schedule '{job.name}' updated: {', '.join(changed)}", [job])
         if action == "pause":
             job = cron.pause(home, job.id, "paused through NorFab")
             return answer(f"schedule '{job.name}' paused; a run in flight goes on", [job])
@@ -100,6 +106,7 @@ class ScheduleActions:
         if action == "remove":
             cron.remove(home, job.id)
             self.history.forget(agent, job.id)
+            self.watches.forget(agent, job.id)
             return answer(f"schedule '{job.name}' removed with its history")
         raise InvalidRequest(f"action: '{action}' is not a schedule action")
 
@@ -135,9 +142,17 @@ class ScheduleActions:
             "deliver": "local",  # findings go to the history; there is no chat to deliver to
         }
 
+    def _watched(self, agent: str, job: CronJob, definition: Optional[ScheduleDefinition]) -> CronJob:
+        """Keep the definition's watch fields; compare is Hermes' own context_from."""
+        if definition is not None:
+            self.watches.set(agent, job.id, definition)
+            if definition.compare is not None:
+                job = cron.carry_previous(self.home(agent), job.id, definition.compare) or job
+        return job
+
     def _updates(self, agent: str, job: CronJob, definition: Optional[ScheduleDefinition]) -> Dict[str, Any]:
-        updates = {k: v for k, v in (definition.model_dump(exclude_none=True) if definition else {}).items()}
-        if not updates:
+        updates = hermes_fields(definition)
+        if not updates and not (definition and definition.model_dump(exclude_none=True)):
             raise InvalidRequest(
                 "definition: give the fields to change, e.g. {prompt: '...'} or {schedule: 'every 10m'}"
             )
@@ -175,6 +190,7 @@ class ScheduleActions:
         if state == "scheduled" and self.stopped(agent):
             state = "paused-by-stop"  # the agent is stopped: its schedules wait for it
         origin = f"session {session}" if session else (f"chat {job.origin_chat_id}" if job.origin_chat_id else "norfab")
+        watch = self.watches.get(agent, job.id)
         return ScheduleInfo(
             schedule_id=job.id,
             name=job.name,
@@ -190,4 +206,7 @@ class ScheduleActions:
             repeat=job.repeat_times,
             origin=origin,
             skills=job.skills,
+            compare=job.compare,
+            criteria=watch.criteria,
+            until=watch.until,
         )

@@ -14,7 +14,9 @@ jobs is due. The run itself goes through the host (see
 
 History lives beside the store, in ``<profile>/cron/norfab_history.jsonl``:
 one line per run (and per run Hermes skipped), with the finding, the
-session to read it in full and the tool calls with their NorFab job UUIDs.
+session to read it in full, the tool calls with their NorFab job UUIDs and
+their evidence. A watched schedule's runs are judged against its acceptance
+criteria, and its observation period ends on its own (``watch``).
 """
 
 import logging
@@ -33,9 +35,11 @@ from ...models import (
     StopReason,
 )
 from ..agents.catalog import AgentCatalog
+from ..evidence.store import EvidenceStore
 from ..hermes import compat, cron
 from ..hermes.records import CronJob
 from ..hermes.runtime import HermesRuntime
+from . import watch
 from .actions import ScheduleActions
 from .history import ScheduleHistory, iso, parse_time
 
@@ -53,8 +57,8 @@ STATUS_BY_STOP_REASON = {
     StopReason.run_timeout.value: "timeout",
 }
 
-# run_scheduled(agent, prompt, schedule_id) -> the run's result
-RunScheduled = Callable[[str, str, str], InvokeResultData]
+# run_scheduled(agent, prompt, schedule_id, response_schema) -> the run's result
+RunScheduled = Callable[..., InvokeResultData]
 
 
 class Schedules:
@@ -66,10 +70,16 @@ class Schedules:
         catalog: the worker's agents (whose stores are ticked).
         runtime: the Hermes runtime (gateway loop and adapters).
         run_scheduled: runs a due job as a run of its agent.
+        evidence: the tool results runs received (criteria are checked on them).
     """
 
     def __init__(
-        self, worker_name: str, catalog: AgentCatalog, runtime: HermesRuntime, run_scheduled: RunScheduled
+        self,
+        worker_name: str,
+        catalog: AgentCatalog,
+        runtime: HermesRuntime,
+        run_scheduled: RunScheduled,
+        evidence: EvidenceStore,
     ) -> None:
         self.worker_name = worker_name
         self.catalog = catalog
@@ -80,9 +90,17 @@ class Schedules:
         self._wake = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._next_due: Dict[str, Tuple[float, Optional[datetime]]] = {}  # agent -> (jobs file mtime, next due)
+        self.evidence = evidence
         self.history = ScheduleHistory(worker_name, self.home)
+        self.watches = watch.Watches(self.home)
         self.actions = ScheduleActions(
-            worker_name, self.home, self.history, runtime, self.wake, lambda agent: agent in catalog.stopped
+            worker_name,
+            self.home,
+            self.history,
+            runtime,
+            self.wake,
+            lambda agent: agent in catalog.stopped,
+            self.watches,
         )
 
     # ---------------------------------------------------------------- ticker
@@ -113,6 +131,8 @@ class Schedules:
             soonest = now + timedelta(seconds=TICK)
             for agent in self.catalog.available():
                 due = self.next_due(agent)
+                if due is not None and due <= now and self._end_observations(agent, now):
+                    due = self.next_due(agent)
                 if due is not None and due <= now:
                     try:
                         cron.tick(
@@ -128,6 +148,17 @@ class Schedules:
 
     def home(self, agent: str) -> Path:
         return self.catalog.root / "profiles" / agent
+
+    def _end_observations(self, agent: str, now: datetime) -> bool:
+        """End the agent's schedules whose observation period is over; whether any ended."""
+        ended = False
+        for job_id, watched in self.watches.all(agent).items():
+            if watched.ended(now):
+                job = cron.get(self.home(agent), job_id)
+                if job is not None and job.enabled:
+                    cron.end(self.home(agent), job_id, f"observation period ended at {watched.until}")
+                    ended = True
+        return ended
 
     def next_due(self, agent: str) -> Optional[datetime]:
         """When the agent's next enabled schedule is due; re-read only when its jobs file changed."""
@@ -158,8 +189,9 @@ class Schedules:
                 ScheduleRun(schedule_id=job.id, status="failed", due=iso(due), started=iso(started), warnings=[error]),
             )
             return False, f"# {job.name} (REFUSED)\n\n{error}\n", "", error
+        watched = self.watches.get(agent, job.id)
         try:
-            result = self.run_scheduled(agent, cron.job_prompt(job) or job.prompt, job.id)
+            result = self.run_scheduled(agent, cron.job_prompt(job) or job.prompt, job.id, watched.response_schema)
         except Exception as error:  # the agent cannot run now (stopped, busy, shutting down)
             message = str(error)
             self.history.record(
@@ -174,6 +206,13 @@ class Schedules:
         if status == "ok" and not result.response.strip():
             status = "failed"
             warnings.append("the agent completed without a response")
+        checked = []
+        if status == "ok" and watched.criteria:
+            evidence = watch.evidence_of(result.artifacts, self.evidence.texts(agent, result.artifacts))
+            checked = watch.judge(watched.criteria, result.response, evidence)
+            status = watch.status(status, checked, watch.previous_status(self.history.runs(agent, job.id, 50)))
+        if result.structured_error:
+            warnings.append(f"structured answer: {result.structured_error}")
         self.history.record(
             agent,
             ScheduleRun(
@@ -191,11 +230,20 @@ class Schedules:
                 tool_calls=result.tool_calls,
                 warnings=warnings,
                 note=late,
+                criteria=checked,
+                artifacts=result.artifacts,
+                structured_response=result.structured_response,
             ),
         )
-        error = None if status == "ok" else f"{result.stop_reason}: {'; '.join(warnings) or 'see the run history'}"
-        document = f"# {job.name}\n\n**Run:** {result.run_id}\n**Session:** {result.session_id}\n\n{result.response}\n"
-        return status == "ok", document, result.response if status == "ok" else "", error
+        succeeded = status in watch.JUDGED  # a regression is a finding, not a failed run
+        error = None if succeeded else f"{result.stop_reason}: {'; '.join(warnings) or 'see the run history'}"
+        criteria = "".join(f"- {'met' if c.met else 'NOT met'}: {c.criterion} ({c.detail})\n" for c in checked)
+        document = (
+            f"# {job.name}\n\n**Run:** {result.run_id}\n**Session:** {result.session_id}\n**Status:** {status}\n"
+            + (f"\n**Criteria:**\n{criteria}" if criteria else "")
+            + f"\n{result.response}\n"
+        )
+        return succeeded, document, result.response if succeeded else "", error
 
     def _record_missed(
         self, agent: str, job: CronJob, due: Optional[datetime], started: datetime

@@ -36,6 +36,7 @@ class RunTasks:
         timeout: Optional[float] = None,
         interactive: bool = False,
         lineage: Optional[dict] = None,
+        response_schema: Optional[dict] = None,
     ) -> Result:
         """
         Run one agent turn: send instructions to an agent and return its reply.
@@ -49,16 +50,18 @@ class RunTasks:
             interactive: the caller answers the agent's questions and approval
                 requests (NorFab input requests); otherwise they are refused.
             lineage: set by a delegating agent's worker: the runs that asked.
+            response_schema: JSON schema the answer must match (one corrective
+                turn when it does not).
 
         Returns:
             Result whose ``result`` is the run envelope: response, run_id,
             session_id, agent, worker, stop_reason, tool_calls, usage, warnings,
-            and for a delegated run its lineage.
+            artifacts, structured_response (or structured_error), and for a
+            delegated run its lineage.
         """
         host = self.running_host()
-        return Result(
-            result=host.invoke(agent, instructions, session_id, timeout, job, interactive, lineage).model_dump()
-        )
+        run = host.invoke(agent, instructions, session_id, timeout, job, interactive, lineage, response_schema)
+        return Result(result=run.model_dump())
 
     @HermesTask(input=InterruptInput, output=InterruptResult, fastapi=REST, mcp=STOPS_RUN, agent={"enabled": False})
     def interrupt(self, agent: str, run_id: str) -> Result:
@@ -85,7 +88,12 @@ class RunTasks:
 
     @HermesTask(input=StartRunInput, output=GetRunResult, fastapi=REST, mcp=STARTS_RUN, agent={"enabled": False})
     def start_run(
-        self, agent: str, instructions: str, session_id: Optional[str] = None, run_timeout: Optional[float] = None
+        self,
+        agent: str,
+        instructions: str,
+        session_id: Optional[str] = None,
+        run_timeout: Optional[float] = None,
+        response_schema: Optional[dict] = None,
     ) -> Result:
         """
         Ask a network agent to investigate something; it works in the background and this answers at
@@ -97,11 +105,13 @@ class RunTasks:
             instructions: what to ask the agent.
             session_id: continue this session; omit to start a new one.
             run_timeout: run budget in seconds, at most the agent's run_timeout.
+            response_schema: JSON schema the answer must match.
 
         Returns:
             Result whose ``result`` is the run's state (follow it with get_run).
         """
-        return Result(result=self.running_host().start_run(agent, instructions, session_id, run_timeout).model_dump())
+        host = self.running_host()
+        return Result(result=host.start_run(agent, instructions, session_id, run_timeout, response_schema).model_dump())
 
     @HermesTask(input=GetRunInput, output=GetRunResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False})
     def get_run(self, agent: str, run_id: str, offset: int = 0) -> Result:

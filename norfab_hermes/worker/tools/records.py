@@ -30,7 +30,7 @@ class RecordsReader:
 
     Args:
         sessions: the worker's sessions (``list``, ``get``).
-        schedules: schedule listing and history: ``list(agent)``, ``history(agent, ref, limit)``.
+        schedules: the worker's schedules (``act`` of the schedule task: list, history).
         evidence: the evidence store (``artifacts``, ``artifact``).
         known: whether an agent is one of this worker's.
         secrets: values to mask.
@@ -129,10 +129,11 @@ class RecordsReader:
     # ------------------------------------------------------------ schedules
 
     def _list_schedules(self, agent: str, arguments: Dict[str, Any], limit: int) -> List[Dict[str, Any]]:
-        return [s.model_dump() for s in self.schedules.list(agent)[:limit]]
+        return [s.model_dump() for s in self.schedules.act(agent, "list", None, None, limit).schedules[:limit]]
 
     def _schedule_history(self, agent: str, arguments: Dict[str, Any], limit: int) -> List[Dict[str, Any]]:
-        return [r.model_dump() for r in self.schedules.history(agent, self._need(arguments, "schedule"), limit)]
+        ref = self._need(arguments, "schedule")
+        return [r.model_dump() for r in self.schedules.act(agent, "history", ref, None, limit).history]
 
     # ------------------------------------------------------------- evidence
 

@@ -1,0 +1,161 @@
+"""
+A shift handover's material from one worker: the selected agents' sessions
+active since a time (their request, last answer, runs, NorFab jobs, devices
+and the changes made with who approved them, from the kept evidence) and
+each schedule's newest finding since then (status against its criteria,
+run, session, jobs). The client gathers it from every worker and asks the
+designated agent to write the briefing (``routing.handover``).
+"""
+
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Dict, List, Optional
+
+from ...errors import InvalidRequest
+from ...models import (
+    HandoverAction,
+    HandoverFinding,
+    HandoverMaterial,
+    HandoverSession,
+    SessionDetails,
+    parse_duration,
+)
+from ...safety.redact import scrub
+from ..schedules.history import iso, parse_time
+
+DEFAULT_SINCE = timedelta(hours=12)
+REQUEST_CHARS = 500
+ANSWER_CHARS = 1500
+FINDING_CHARS = 1500
+HISTORY_READ = 50  # newest runs of a schedule looked through
+
+
+def since_time(text: Optional[str], now: Optional[datetime] = None) -> datetime:
+    """An ISO time, or a duration back from now such as 12h; InvalidRequest names the forms."""
+    now = now or datetime.now(timezone.utc)
+    if not text:
+        return now - DEFAULT_SINCE
+    moment = parse_time(text)
+    if moment is not None:
+        return moment
+    try:
+        return now - parse_duration(text)
+    except ValueError:
+        raise InvalidRequest(f"since: '{text}' is neither an ISO time nor a duration such as 12h") from None
+
+
+def _last(session: SessionDetails, role: str, chars: int) -> str:
+    found = [m.content for m in session.messages if m.role == role and m.content and not m.tool_calls]
+    if not found:
+        return ""
+    text = found[0] if role == "user" else found[-1]
+    return text if len(text) <= chars else text[:chars] + " [...]"
+
+
+class Handover:
+    """
+    Gathers one worker's handover material.
+
+    Args:
+        worker_name: the worker the material is from.
+        sessions: the worker's sessions (``list``, ``get``).
+        schedules: its schedules (``act`` of the schedule task).
+        evidence: the evidence store (``artifacts``).
+        agents: the agents this worker can gather for.
+        secrets: values to mask.
+    """
+
+    def __init__(
+        self,
+        worker_name: str,
+        sessions: Any,
+        schedules: Any,
+        evidence: Any,
+        agents: Callable[[], List[str]],
+        secrets: Callable[[], List[str]],
+    ) -> None:
+        self.worker_name = worker_name
+        self.sessions = sessions
+        self.schedules = schedules
+        self.evidence = evidence
+        self.agents = agents
+        self.secrets = secrets
+
+    def material(self, agents: Optional[List[str]], since: Optional[str], limit: int) -> HandoverMaterial:
+        start = since_time(since)
+        chosen = [a for a in self.agents() if agents is None or a in agents]
+        findings = [f for agent in chosen for f in self._findings(agent, start)]
+        scheduled = self._scheduled_sessions(chosen)
+        sessions = [s for agent in chosen for s in self._sessions(agent, start, limit) if s.session_id not in scheduled]
+        sessions.sort(key=lambda s: s.last_active or "", reverse=True)
+        return HandoverMaterial(worker=self.worker_name, since=iso(start), sessions=sessions, findings=findings)
+
+    def _sessions(self, agent: str, start: datetime, limit: int) -> List[HandoverSession]:
+        found = []
+        for summary in self.sessions.list(agent, limit):
+            if (parse_time(summary.last_active) or start) < start:
+                continue
+            session = self.sessions.get(agent, summary.session_id, 500)
+            artifacts = self.evidence.artifacts(agent, session_id=summary.session_id)
+            actions: Dict[tuple, HandoverAction] = {}
+            for a in artifacts:
+                if a.approved_by:
+                    actions.setdefault(
+                        (a.run_id, a.job_uuid, a.device),
+                        HandoverAction(
+                            tool=a.tool,
+                            run_id=a.run_id,
+                            job_uuid=a.job_uuid,
+                            device=a.device,
+                            approved_by=a.approved_by,
+                        ),
+                    )
+            found.append(
+                HandoverSession(
+                    worker=self.worker_name,
+                    agent=agent,
+                    session_id=summary.session_id,
+                    title=summary.title,
+                    last_active=summary.last_active,
+                    request=scrub(_last(session, "user", REQUEST_CHARS), self.secrets()),
+                    answer=scrub(_last(session, "assistant", ANSWER_CHARS), self.secrets()),
+                    runs=sorted({a.run_id for a in artifacts}),
+                    jobs=sorted({a.job_uuid for a in artifacts if a.job_uuid}),
+                    devices=sorted({a.device for a in artifacts if a.device}),
+                    actions=list(actions.values()),
+                )
+            )
+        return found
+
+    def _scheduled_sessions(self, agents: List[str]) -> set:
+        """Sessions of scheduled runs: they are handed over as findings."""
+        return {
+            run.session_id
+            for agent in agents
+            for run in self.schedules.history.runs(agent, None, 10_000)
+            if run.session_id
+        }
+
+    def _findings(self, agent: str, start: datetime) -> List[HandoverFinding]:
+        found = []
+        for schedule in self.schedules.act(agent, "list", None, None, 1).schedules:
+            runs = self.schedules.act(agent, "history", schedule.schedule_id, None, HISTORY_READ).history
+            newest = next((r for r in runs if r.status != "missed" and (parse_time(r.started) or start) >= start), None)
+            if newest is None:
+                continue
+            finding = scrub(newest.response, self.secrets())
+            found.append(
+                HandoverFinding(
+                    worker=self.worker_name,
+                    agent=agent,
+                    schedule_id=schedule.schedule_id,
+                    name=schedule.name,
+                    status=newest.status,
+                    started=newest.started,
+                    run_id=newest.run_id,
+                    session_id=newest.session_id,
+                    finding=finding if len(finding) <= FINDING_CHARS else finding[:FINDING_CHARS] + " [...]",
+                    jobs=sorted({c.job_uuid for c in newest.tool_calls if c.job_uuid}),
+                    criteria=newest.criteria,
+                )
+            )
+        return found

@@ -1,0 +1,30 @@
+"""The memory task: what an agent saved in Hermes' memory and skills, listed and cleared by its operator."""
+
+from typing import Optional
+
+from norfab.models import Result
+
+from ...models import MemoryInput, MemoryResult
+from .base import REST, HermesTask
+
+
+class MemoryTasks:
+    @HermesTask(input=MemoryInput, output=MemoryResult, fastapi=REST, mcp=False, agent={"enabled": False})
+    def memory(
+        self, agent: str, action: str = "list", target: Optional[str] = None, entry: Optional[str] = None
+    ) -> Result:
+        """
+        List or clear what an agent saved: its memory notes, what it knows of the operator, its skills.
+
+        Args:
+            agent: agent name.
+            action: list, or clear.
+            target: clear: memory, user or skills.
+            entry: clear: a unique part of the one entry to forget, or a skill name; omit for all.
+
+        Returns:
+            Result whose ``result`` holds the memory and user entries (secrets
+            masked), the skills, whether the definition turns memory and
+            skills on, and what a clear did.
+        """
+        return Result(result=self.running_host().agent_memory(agent, action, target, entry).model_dump())
