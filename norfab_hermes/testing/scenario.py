@@ -32,7 +32,10 @@ Step ``n`` runs after ``n`` tool rounds of the current turn. A step is either
 - ``called(tool)``: whether ``tool`` ran in this turn;
 - ``search(text, regex)``: the first match of ``regex`` in ``text`` (its
   first group if it has one), "" if none; ``find(tool, regex)``: the same
-  over every result of ``tool``.
+  over every result of ``tool``;
+- ``message``: the whole last user message (a request with material in
+  front of it, a handover's), and ``system``: the system prompt the agent
+  was given (its instructions and what its memory recalls).
 
 A template that fails (e.g. no line matched where one was indexed) makes the
 model answer with the error, so a broken scenario is visible, not silent.
@@ -120,14 +123,16 @@ class Scenario:
                 rules += (yaml.safe_load(f) or {}).get("rules") or []
         return cls(rules)
 
-    def next_step(self, user_text: str, results: List[dict], tools: set) -> Optional[Dict[str, Any]]:
+    def next_step(
+        self, user_text: str, results: List[dict], tools: set, message: str = "", system: str = ""
+    ) -> Optional[Dict[str, Any]]:
         """The reply for this point of the turn, or None when no rule applies."""
         rounds = len({r["round"] for r in results})
         for rule in self.rules:
             match = rule["match"].search(user_text)
             if not match or rounds >= len(rule["steps"]):
                 continue
-            context = self._context(match, results)
+            context = {**self._context(match, results), "message": message or user_text, "system": system}
             step = rule["steps"][rounds]
             calls = [] if "say" in step else step.get("calls") or [{"call": step["call"], "args": step.get("args", {})}]
             if any(call["call"] not in tools for call in calls):

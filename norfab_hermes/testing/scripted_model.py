@@ -164,11 +164,13 @@ class ScriptedModel:
         return reply
 
     def _decide_turn(self, messages: List[dict], tools: set) -> Reply:
-        lines = _strip_system_notes(last_user_text(messages)).splitlines()
+        message = _strip_system_notes(last_user_text(messages))
+        lines = message.splitlines()
         text = lines[-1].strip() if lines else ""
         results = tool_results_since_user(messages)
         if self.scenario:
-            step = self.scenario.next_step(text, results, tools)
+            system = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
+            step = self.scenario.next_step(text, results, tools, message, system)
             if step is not None:
                 return Reply(content=step.get("content"), tool_calls=step.get("tool_calls"))
         if messages and messages[-1].get("role") == "tool":
