@@ -239,6 +239,18 @@ class HandoverMaterial(StrictModel):
     findings: List[HandoverFinding] = Field([], description="Scheduled findings since then, one per schedule")
 
 
+class HandoverBriefing(StrictModel):
+    """A shift handover: the material gathered from every worker and the briefing the writer agent wrote."""
+
+    writer: StrictStr = Field(..., description="AGENT@WORKER that wrote the briefing")
+    since: StrictStr = Field(..., description="ISO time the handover starts at")
+    material: List[HandoverMaterial] = Field([], description="Each worker's sessions and findings")
+    unreachable: List[StrictStr] = Field([], description="Workers whose material could not be gathered, and why")
+    briefing: Union[None, Dict[StrictStr, Any]] = Field(
+        None, description="The writer's run envelope: response (the briefing), run_id, session_id, tool_calls, ..."
+    )
+
+
 class MemoryResult(Result):
     result: Union[None, MemoryResultData] = Field(None, description="The agent's memory and skills")
 

@@ -5,8 +5,9 @@ that serves the agent (or owns the session), interrupts, sessions and
 commands.
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
+from . import handover
 from .router import BROKER_TIMEOUT, COMMAND_JOB_TIMEOUT, Router, Selector, invoke_job_timeout
 
 
@@ -83,3 +84,63 @@ class Hermes:
     def interrupt(self, agent: str, run_id: str, workers: Selector = None) -> dict:
         """Stop a running turn; the invoke returns with stop_reason ``interrupted``."""
         return self.router.one("interrupt", self.router.run_owner(agent, run_id, workers), {"run_id": run_id})
+
+    def memory(
+        self,
+        agent: str,
+        action: str = "list",
+        target: Optional[str] = None,
+        entry: Optional[str] = None,
+        workers: Selector = None,
+    ) -> dict:
+        """The agent's memory and skills (``list``), or ``clear`` a ``target``: memory, user or skills."""
+        kwargs = {"action": action, "target": target, "entry": entry}
+        return self.router.one("memory", self.router.resolve(agent, workers), {k: v for k, v in kwargs.items() if v})
+
+    def evidence(
+        self,
+        agent: str,
+        run_id: Optional[str] = None,
+        artifact_id: Optional[str] = None,
+        session_id: Optional[str] = None,
+        workers: Selector = None,
+    ) -> dict:
+        """A run's (or session's) artifacts, or one artifact whole."""
+        kwargs = {"run_id": run_id, "artifact_id": artifact_id, "session_id": session_id}
+        target = self.router.resolve(agent, workers)
+        return self.router.one("evidence", target, {k: v for k, v in kwargs.items() if v})
+
+    def report(self, agent: str, session_id: str, workers: Selector = None) -> dict:
+        """An incident note in Markdown from one session, every quote linked to its artifact and digest."""
+        target = self.router.resolve(agent, workers, session_id)
+        return self.router.one("report", target, {"session_id": session_id})
+
+    def handover(
+        self,
+        writer: str,
+        agents: Optional[List[str]] = None,
+        since: Optional[str] = None,
+        workers: Selector = None,
+        request: Optional[str] = None,
+        response_schema: Optional[Dict[str, Any]] = None,
+        timeout: Optional[float] = None,
+    ) -> dict:
+        """
+        A shift handover across every selected worker, written by agent ``writer``.
+
+        Args:
+            writer: the agent that writes the briefing.
+            agents: agents whose work is handed over; omit for all.
+            since: an ISO time or a duration back from now such as 12h (default 12h).
+            workers: worker selector (default: every alive hermes worker).
+            request: what the writer is asked (default: hand over the unresolved issues).
+            response_schema: a JSON schema the briefing must match.
+            timeout: the writer's run budget in seconds.
+
+        Returns:
+            A Result-like dict whose ``result`` holds the material of every
+            worker and the writer's run (``briefing.response`` is the briefing).
+        """
+        return handover.handover(
+            self.router, writer, agents, since, workers, request, response_schema=response_schema, timeout=timeout
+        )

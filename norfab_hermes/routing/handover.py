@@ -1,0 +1,115 @@
+"""
+A shift handover across every hermes worker the client reaches: each
+selected worker's ``handover`` task gives its sessions and scheduled
+findings since a time, and the designated agent is asked to write the
+briefing from all of it (affected services, evidence, actions taken with
+who approved them, status, next checks, each with the session, run and job
+references to continue from). Client side: no worker module, no Hermes.
+"""
+
+from typing import Any, Dict, List, Optional
+
+from ..models import HandoverBriefing, HandoverMaterial
+from .router import Router, RoutingError, Selector, invoke_job_timeout
+
+DEFAULT_REQUEST = "Hand over the unresolved network issues to the next shift."
+BRIEF = (
+    "Write the handover briefing for the next shift from the material above. For each open issue give the "
+    "affected services, the evidence, the actions taken with who approved them, its status and the next checks, "
+    "each with the session, run and job references the next shift continues from. Check what is still open "
+    "with your tools where you can, and quote what they return."
+)
+GATHER_TIMEOUT = 60
+
+
+def _session(s: Any) -> List[str]:
+    lines = [f"### Session {s.session_id} of agent {s.agent} on {s.worker} (last active {s.last_active})"]
+    lines.append(f"Request: {s.request}")
+    if s.answer:
+        lines.append(f"Last answer: {s.answer}")
+    if s.runs:
+        lines.append(f"Runs: {', '.join(s.runs)}")
+    if s.jobs:
+        lines.append(f"NorFab jobs: {', '.join(s.jobs)}")
+    if s.devices:
+        lines.append(f"Devices: {', '.join(s.devices)}")
+    for action in s.actions:
+        lines.append(
+            f"Action: {action.tool} on {action.device or 'its target'} approved by {action.approved_by} "
+            f"(run {action.run_id}, job {action.job_uuid})"
+        )
+    return lines
+
+
+def _finding(f: Any) -> List[str]:
+    lines = [
+        f"### Schedule {f.name} ({f.schedule_id}) of agent {f.agent} on {f.worker}: {f.status} at {f.started}",
+        f"Run {f.run_id}, session {f.session_id}" + (f", NorFab jobs: {', '.join(f.jobs)}" if f.jobs else ""),
+    ]
+    lines += [f"Criterion {'met' if c.met else 'NOT met'}: {c.criterion} ({c.detail})" for c in f.criteria]
+    lines.append(f"Finding: {f.finding}")
+    return lines
+
+
+def instructions(material: List[HandoverMaterial], since: str, request: str) -> str:
+    """What the writer is asked: the material of every worker, the brief, and the request on the last line."""
+    lines = [f"# Handover material since {since}", ""]
+    for worker in material:
+        lines += [f"## Worker {worker.worker}", ""]
+        for item in worker.sessions:
+            lines += _session(item) + [""]
+        for item in worker.findings:
+            lines += _finding(item) + [""]
+        if not (worker.sessions or worker.findings):
+            lines += ["Nothing since then.", ""]
+    return "\n".join(lines + [BRIEF, request])
+
+
+def handover(
+    router: Router,
+    writer: str,
+    agents: Optional[List[str]] = None,
+    since: Optional[str] = None,
+    workers: Selector = None,
+    request: Optional[str] = None,
+    limit: int = 20,
+    response_schema: Optional[Dict[str, Any]] = None,
+    timeout: Optional[float] = None,
+) -> dict:
+    """
+    Gather the handover material from every selected worker and have ``writer`` write the briefing.
+
+    Returns a NorFab-Result-like dict: ``result`` is a ``HandoverBriefing``;
+    ``failed`` and ``errors`` are the writer's run's.
+
+    Raises:
+        RoutingError: no alive worker, an unknown writer, or no worker gave its material.
+    """
+    asked = router.select(workers)
+    target = router.resolve(writer, workers)
+    kwargs: Dict[str, Any] = {"agents": agents, "since": since, "limit": limit}
+    replies = router.call("handover", asked, {k: v for k, v in kwargs.items() if v is not None}, GATHER_TIMEOUT)
+    material, unreachable = [], []
+    for worker in asked:
+        res = replies.get(worker)
+        if not res or res.get("failed") or not res.get("result"):
+            unreachable.append(f"{worker}: {'; '.join((res or {}).get('errors') or ['no answer'])}")
+        else:
+            material.append(HandoverMaterial.model_validate(res["result"]))
+    if not material:
+        raise RoutingError(f"no hermes worker gave its handover material: {'; '.join(unreachable)}")
+    start = min(m.since for m in material)
+    run_kwargs: Dict[str, Any] = {"instructions": instructions(material, start, request or DEFAULT_REQUEST)}
+    if timeout:
+        run_kwargs["timeout"] = timeout
+    if response_schema:
+        run_kwargs["response_schema"] = response_schema
+    res = router.one("invoke", target, run_kwargs, timeout=invoke_job_timeout(timeout))
+    briefing = HandoverBriefing(
+        writer=f"{target.agent}@{target.worker}",
+        since=start,
+        material=material,
+        unreachable=unreachable,
+        briefing=res.get("result") if not res.get("failed") else None,
+    )
+    return {"failed": bool(res.get("failed")), "errors": res.get("errors") or [], "result": briefing.model_dump()}
