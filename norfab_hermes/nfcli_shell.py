@@ -39,7 +39,7 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from .models import CommandResultData
-from .nfcli import lifecycle, picle_compat, runs, schedules
+from .nfcli import carryover, lifecycle, picle_compat, runs, schedules
 from .nfcli.chat import Chat, pick_agent
 from .nfcli.common import WorkersOption, agent_names, agent_verb, as_str, guarded, misparsed, positionals, router
 from .nfcli.live import error_text, job_event_line, markdown, own_job_event, reply_view, run_turn
@@ -147,7 +147,7 @@ USAGE = """usage:
   hermes session AGENT SESSION (workers WORKER)
   hermes interrupt AGENT run RUN_ID (workers WORKER)
   hermes command AGENT "/COMMAND" (session SESSION) (workers WORKER)
-""" + runs.USAGE + "\n" + lifecycle.USAGE + "\n" + schedules.USAGE
+""" + runs.USAGE + "\n" + lifecycle.USAGE + "\n" + schedules.USAGE + "\n" + carryover.USAGE
 
 
 class HermesShell(BaseModel):
@@ -191,6 +191,13 @@ class HermesShell(BaseModel):
     restart: Dict[StrictStr, lifecycle.HermesRestartCommand] = agent_verb("Stop and start an agent, reading its definition again")
     delete: Dict[StrictStr, lifecycle.HermesDeleteCommand] = agent_verb("Delete a created or cloned agent with its profile")
     # plain str (see exact_values): PICLE keeps the values as typed, so an id 0012 or a name 1.10 stays one
+    memory: Dict[StrictStr, carryover.HermesMemoryCommand] = agent_verb("What an agent remembers: memory and skills")
+    evidence: Any = Field(None, description="AGENT RUN_ID (ARTIFACT_ID) - the tool results a run received, kept whole")
+    report: Any = Field(None, description="AGENT SESSION - an incident note, every quote linked to its evidence")
+    handover: Any = Field(None, description="WRITER - a shift handover across every hermes worker")
+    only: Optional[StrictStr] = Field(None, description='(handover) only these agents\' work, e.g. "noc,service"')
+    since: Optional[StrictStr] = Field(None, description="(handover) from when: 12h, or an ISO time")
+    output: Optional[StrictStr] = Field(None, description="(report) folder, (handover) file to write")
     schedule: str = Field(None, description="AGENT create|update|run|remove ... - change or run a scheduled check")
     name: str = Field(None, description="(schedule create, update) schedule name")
     prompt: str = Field(None, description="(schedule update) what the agent is asked at every run")
@@ -216,6 +223,7 @@ class HermesShell(BaseModel):
         return agent_names(choice)
 
     source_invoke = source_chat = source_command = source_schedule = source_run_id = source_agents
+    source_evidence = source_report = source_handover = source_agents
 
     @staticmethod
     def run(picle_app: Any = None, **kwargs: Any) -> RenderableType:
@@ -246,6 +254,9 @@ class HermesShell(BaseModel):
             if run_id is not None:  # 'schedule AGENT run ID': the word run is also the run verb
                 args += ["run", *positionals(run_id)]
             return guarded(lambda: schedules.schedule_command(picle_app, router(), args, options, workers))
+        for verb in ("evidence", "report", "handover"):
+            if kwargs.get(verb) is not None:
+                return carryover_command(verb, positionals(kwargs[verb]), kwargs, workers)
         if run_id is not None:
             args = positionals(run_id)
             if len(args) != 2:
@@ -258,6 +269,16 @@ class HermesShell(BaseModel):
                 return error_text([USAGE])
             return guarded(lambda: run_show_session(args[0], args[1], workers))
         return error_text([USAGE])
+
+
+def carryover_command(verb: str, args: List[str], kwargs: Dict[str, Any], workers: Optional[str]) -> RenderableType:
+    output = as_str(kwargs.get("output"))
+    if verb == "evidence":
+        return guarded(lambda: carryover.evidence(router(), args, workers))
+    if verb == "report":
+        return guarded(lambda: carryover.report(router(), args, output, workers))
+    agents, since = as_str(kwargs.get("only")), as_str(kwargs.get("since"))
+    return guarded(lambda: carryover.handover(router(), args, agents, since, output, workers))
 
 
 def run_invoke(agent: str, instructions: str, session: Optional[str], workers: Optional[str], timeout: Any) -> Any:
