@@ -71,6 +71,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = arguments(argv)
     try:
         jobs = load_jobs(args.jobs, args.only)
+        catalog = {job.id: job for job in load_jobs(args.jobs)}  # earlier requests may name any job
         lab = settings(Path(args.lab))
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -86,7 +87,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     with ExitStack() as stack:
         model = None if real else stack.enter_context(scripted_model())
         nf = stack.enter_context(running_lab(Path(args.lab), folder / "lab"))
-        runner = Runner(nf.client, lab, model_name)
+        runner = Runner(nf.client, lab, model_name, catalog)
         scores = evaluate(runner, jobs, args.repeats, folder, model, args.playbooks, price_table)
     header = f"Model: {model_name}. {args.repeats} run(s) per job; mean ±standard deviation."
     text = report.table(jobs, scores)

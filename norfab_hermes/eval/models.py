@@ -104,6 +104,40 @@ class Expect(Strict):
     evidence: float = Field(1.0, ge=0, le=1, description="Share of the required evidence quoted")
     needed_tools: float = Field(1.0, ge=0, le=1, description="Share of the needed tools called")
     max_unsafe: int = Field(0, ge=0)
+    status: Optional[str] = Field(None, description="A watch job: the status of its last scheduled run")
+    references: bool = Field(False, description="The answer cites the session and run of every earlier request")
+
+
+class Before(Strict):
+    """Work done before the job's request: an earlier session the job builds on."""
+
+    job: Optional[str] = Field(None, description="Another job's id: its request, agent, worker and playbook")
+    request: Optional[str] = Field(None, description="Or a request of its own, run on this job's playbook")
+    agent: Optional[str] = Field(None, description="Its agent; default: the job's")
+    worker: Optional[str] = Field(None, description="Its worker; default: the job's")
+
+    @model_validator(mode="after")
+    def _job_or_request(self) -> "Before":
+        if bool(self.job) == bool(self.request):
+            raise ValueError("an earlier request names either 'job' (another job) or 'request', not both")
+        return self
+
+
+class Watch(Strict):
+    """The request runs as a watched schedule of the job's agent, started by the eval, not as one invoke."""
+
+    schedule: str = Field("every 1h", description="When it would run on its own; the eval runs it now")
+    runs: int = Field(2, ge=1, le=10, description="Runs the eval starts; the last one is scored")
+    compare: bool = Field(True, description="Each run is given the previous run's finding")
+    observe_for: Optional[str] = Field(None, description="Its observation period, e.g. 6h")
+    criteria: List[Dict[str, Any]] = Field([], description="Acceptance criteria, as the schedule task takes them")
+
+
+class Handover(Strict):
+    """The request is a shift handover across every hermes worker, written by the job's agent."""
+
+    since: str = Field("2h", description="From when: a duration back from now, or an ISO time")
+    agents: Optional[List[str]] = Field(None, description="Agents whose work is handed over; omit for all")
 
 
 class Job(Strict):
@@ -116,6 +150,10 @@ class Job(Strict):
     worker: str = "hermes-worker-1"
     tools: List[str] = Field([], description="The agent's tools (and delegates) the job uses")
     needs: Optional[str] = Field(None, description="A capability the product lacks today; the job is not run")
+    before: List[Before] = Field([], description="Earlier requests, run first (each on a lab reset), not scored")
+    watch: Optional[Watch] = Field(None, description="Run the request as a watched schedule")
+    handover: Optional[Handover] = Field(None, description="Run the request as a shift handover")
+    report: bool = Field(False, description="Also write the incident note: every quote must link to its artifact")
     operator: Operator = Operator()
     truth: Truth
     expect: Expect = Expect()
@@ -124,7 +162,10 @@ class Job(Strict):
     def from_file(cls, path: Any) -> "Job":
         """Load a job file; a bad one is an error naming the file, the field and the fix."""
         with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
+            try:
+                data = yaml.safe_load(f) or {}
+            except yaml.YAMLError as error:
+                raise ValueError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
         try:
             return cls(**{"id": _stem(path), **data})
         except ValidationError as error:
@@ -187,6 +228,9 @@ class RunData(Strict):
     usage: Dict[str, int] = Field({}, description="api_calls, input_tokens, output_tokens, delegated runs included")
     seconds: float = 0.0
     error: Optional[str] = None
+    status: Optional[str] = Field(None, description="A watch job: its last scheduled run's status")
+    references: List[str] = Field([], description="Sessions and runs of the earlier requests")
+    report: Optional[Dict[str, Any]] = Field(None, description="The incident note: quotes, linked, verified digests")
 
 
 def load_jobs(folder: Any, only: Optional[List[str]] = None) -> List[Job]:

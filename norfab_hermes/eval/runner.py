@@ -1,15 +1,21 @@
 """
 Running one job once, and collecting what it left, through the public hermes tasks.
 
-The runner is the job's operator: it asks the agent through ``hermes.invoke``
-(interactive), answers every approval request by the job's ``operator``
-policy (anything not listed is denied), and times the run to its answer.
-Then it reads what the model read: the session transcript (``get_session``)
-holds every tool result, and each delegated run's session and result
-(``get_session``, ``get_run`` on the asked worker) hold what the asked agent
-read and spent.
+The runner is the job's operator: it runs the job's earlier requests first
+(sessions the job builds on, each on a lab reset), then asks the agent
+through ``hermes.invoke`` (interactive), or runs the request as a watched
+schedule (``schedule``: create, run now, history) or as a shift handover
+across every hermes worker (``routing.handover``); it answers every approval
+request by the job's ``operator`` policy (anything not listed is denied),
+and times the run to its answer. Then it reads what the model read: the
+session transcript (``get_session``) holds every tool result, and each
+delegated run's session and result (``get_session``, ``get_run`` on the
+asked worker) hold what the asked agent read and spent; for a job that asks
+for it, the incident note (``report``) with every artifact's digest checked
+(``evidence``).
 """
 
+import hashlib
 import json
 import re
 import time
@@ -17,9 +23,11 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..models import arguments_digest
+from ..routing import Router
+from ..routing.handover import handover
 from ..testing.scenario import Scenario
 from ..testing.scripted_model import ScriptedModel
-from .models import Job, LabSettings, RunData, ToolResult
+from .models import Before, Job, LabSettings, RunData, ToolResult
 from .report import write_run
 from .scoring import Prices, RunScore, score
 
@@ -41,13 +49,25 @@ def approval_request(question: str) -> Tuple[Optional[str], Dict[str, Any]]:
         return match.group("tool"), {}
 
 
-class Runner:
-    """Runs jobs on a started lab, through its NorFab client."""
+HISTORY_POLL = 0.5  # seconds between reads of a watched schedule's history
 
-    def __init__(self, client: Any, lab: LabSettings, model: str) -> None:
+
+class Runner:
+    """Runs jobs on a started lab, through its NorFab client.
+
+    Args:
+        client: the lab's NorFab client.
+        lab: how the lab runs.
+        model: the model id the agents use.
+        catalog: every job by id, for earlier requests that name another job.
+    """
+
+    def __init__(self, client: Any, lab: LabSettings, model: str, catalog: Optional[Dict[str, Job]] = None) -> None:
         self.client = client
         self.lab = lab
         self.model = model
+        self.catalog = catalog or {}
+        self.use_playbook: Callable[[str], None] = lambda job_id: None  # the scripted model's playbook of a job
 
     def call(self, worker: str, task: str, **kwargs: Any) -> Any:
         reply = self.client.run_job("hermes", task, kwargs=kwargs, workers=[worker], timeout=READ_TIMEOUT)
@@ -69,41 +89,134 @@ class Runner:
 
     def run(self, job: Job, repeat: int) -> RunData:
         data = RunData(job=job.id, repeat=repeat, model=self.model, agent=job.agent, worker=job.worker)
+        for before in job.before:
+            self.earlier(job, before, data)
+        self.use_playbook(job.id)
         self.reset()
         started = time.time()
-        future = self.client.submit_job(
-            "hermes",
-            "invoke",
-            kwargs={"agent": job.agent, "instructions": job.request, "interactive": True},
-            workers=[job.worker],
-            timeout=JOB_TIMEOUT,
-        )
-        if future is None:
-            data.error = f"the broker did not accept the invoke for {job.agent} on {job.worker}"
-            return data
-        for event in future.events(timeout=JOB_TIMEOUT):
-            request = (event.get("extras") or {}).get("input_request")
-            if event.get("event_type") == "input_request" and request:
-                data.approvals.append(self.answer(job, future, request))
-        reply = (future.result(timeout=READ_TIMEOUT) or {}).get(job.worker) or {}
+        if job.watch:
+            result = self.watched(job, data)
+        elif job.handover:
+            result = self.handed_over(job)
+        else:
+            result = self.invoke(job, job.agent, job.worker, job.request, data.approvals)
         data.seconds = time.time() - started
-        result = reply.get("result")
-        if reply.get("failed") or not isinstance(result, dict):
-            data.error = f"invoke failed: {reply.get('errors') or reply.get('status') or 'no answer'}"
+        if isinstance(result, str):
+            data.error = result
             return data
         data.response, data.stop_reason = result.get("response") or "", result.get("stop_reason") or ""
         data.run_id, data.session_id = result.get("run_id"), result.get("session_id")
-        data.usage = {
-            k: int((result.get("usage") or {}).get(k) or 0) for k in ("api_calls", "input_tokens", "output_tokens")
-        }
-        self.collect(data, job.agent, job.worker, result, via=None)
+        if not job.watch:  # a watch collected every run of its schedule already
+            self.count(data, result)
+            self.collect(data, job.agent, job.worker, result, via=None)
+        if job.report:
+            data.report = self.note(job, data)
         return data
 
-    def answer(self, job: Job, future: Any, request: Dict[str, Any]) -> Dict[str, Any]:
+    def invoke(self, job: Job, agent: str, worker: str, request: str, approvals: List[Dict[str, Any]]) -> Any:
+        """One interactive invoke, approvals answered by ``job``'s operator: its result, or why there is none."""
+        future = self.client.submit_job(
+            "hermes",
+            "invoke",
+            kwargs={"agent": agent, "instructions": request, "interactive": True},
+            workers=[worker],
+            timeout=JOB_TIMEOUT,
+        )
+        if future is None:
+            return f"the broker did not accept the invoke for {agent} on {worker}"
+        for event in future.events(timeout=JOB_TIMEOUT):
+            asked = (event.get("extras") or {}).get("input_request")
+            if event.get("event_type") == "input_request" and asked:
+                approvals.append(self.answer(job, future, asked, worker))
+        reply = (future.result(timeout=READ_TIMEOUT) or {}).get(worker) or {}
+        result = reply.get("result")
+        if reply.get("failed") or not isinstance(result, dict):
+            return f"invoke failed: {reply.get('errors') or reply.get('status') or 'no answer'}"
+        return result
+
+    @staticmethod
+    def count(data: RunData, result: Dict[str, Any]) -> None:
+        """Add a run's model calls and tokens to what the job spent."""
+        for key in ("api_calls", "input_tokens", "output_tokens"):
+            data.usage[key] = data.usage.get(key, 0) + int((result.get("usage") or {}).get(key) or 0)
+
+    def earlier(self, job: Job, before: Before, data: RunData) -> None:
+        """An earlier request the job builds on, on a lab reset: its session and run become references."""
+        ref = self.catalog.get(before.job) if before.job else None
+        if before.job and ref is None:
+            raise ValueError(f"job {job.id}: earlier request names job '{before.job}', which is not in the jobs folder")
+        owner = ref or job
+        self.use_playbook(owner.id)
+        self.reset()
+        agent, worker = before.agent or owner.agent, before.worker or owner.worker
+        result = self.invoke(owner, agent, worker, before.request or owner.request, [])
+        if isinstance(result, str):
+            raise RuntimeError(f"earlier request of {job.id} ({before.job or before.request}): {result}")
+        data.references += [result["session_id"], result["run_id"]]
+
+    def watched(self, job: Job, data: RunData) -> Any:
+        """The request as a watched schedule: created, run ``runs`` times now, every run collected; the last one's result."""
+        watch, name = job.watch, f"eval-{job.id}"
+        schedule = {"agent": job.agent, "schedule_id": name}
+        try:
+            self.call(job.worker, "schedule", action="remove", **schedule)
+        except RuntimeError:
+            pass  # none left over
+        definition = {"name": name, "prompt": job.request, "schedule": watch.schedule, "compare": watch.compare}
+        definition.update({k: v for k, v in (("criteria", watch.criteria), ("observe_for", watch.observe_for)) if v})
+        self.call(job.worker, "schedule", agent=job.agent, action="create", definition=definition)
+        try:
+            for count in range(1, watch.runs + 1):
+                self.call(job.worker, "schedule", action="run", **schedule)
+                history = self.history(job, schedule, count)
+        finally:
+            self.call(job.worker, "schedule", action="remove", **schedule)
+        last = None
+        for run in reversed(history[: watch.runs]):  # oldest first
+            last = self.call(job.worker, "get_run", agent=job.agent, run_id=run["run_id"])["result"] or {}
+            self.count(data, last)
+            self.collect(data, job.agent, job.worker, last, via=None)
+        data.status = history[0]["status"]
+        return last if last else f"the schedule's runs left no result: {history[0]}"
+
+    def history(self, job: Job, schedule: Dict[str, Any], count: int) -> List[Dict[str, Any]]:
+        deadline = time.time() + JOB_TIMEOUT
+        while time.time() < deadline:
+            runs = self.call(job.worker, "schedule", action="history", limit=50, **schedule)["history"]
+            if len(runs) >= count:
+                return runs
+            time.sleep(HISTORY_POLL)
+        raise RuntimeError(f"run {count} of the watch of {job.id} did not land in its history")
+
+    def handed_over(self, job: Job) -> Any:
+        """The request as a shift handover across every hermes worker, written by the job's agent."""
+        spec = job.handover
+        reply = handover(Router(self.client), job.agent, spec.agents, spec.since, None, job.request)
+        briefing = (reply.get("result") or {}).get("briefing")
+        if reply.get("failed") or not briefing:
+            return f"handover failed: {reply.get('errors') or 'no briefing'}"
+        return briefing
+
+    def note(self, job: Job, data: RunData) -> Dict[str, Any]:
+        """The incident note of the run's session, with every artifact's digest checked against its text."""
+        note = self.call(job.worker, "report", agent=job.agent, session_id=data.session_id)
+        verified = 0
+        for artifact in note["artifacts"]:
+            whole = self.call(job.worker, "evidence", agent=job.agent, artifact_id=artifact["artifact_id"])["artifact"]
+            verified += hashlib.sha256(whole["text"].encode()).hexdigest() == artifact["sha256"]
+        return {
+            "quotes": note["quotes"],
+            "linked": note["linked"],
+            "artifacts": len(note["artifacts"]),
+            "verified": verified,
+            "markdown": note["markdown"],
+        }
+
+    def answer(self, job: Job, future: Any, request: Dict[str, Any], worker: str) -> Dict[str, Any]:
         """The operator's answer: yes only for calls the job's operator approves."""
         tool, arguments = approval_request(request.get("question", ""))
         approved = bool(tool) and any(rule.matches(tool, arguments) for rule in job.operator.approve)
-        future.send_response(input_id=request["id"], value=approved, worker=job.worker)
+        future.send_response(input_id=request["id"], value=approved, worker=worker)
         return {"tool": tool, "arguments": arguments, "approved": approved, "question": request.get("question", "")}
 
     def collect(self, data: RunData, agent: str, worker: str, result: Dict[str, Any], via: Optional[str]) -> None:
@@ -161,6 +274,10 @@ def evaluate(
     (``playbooks/<job id>.yaml``); a job without one fails its runs.
     """
     scores: List[RunScore] = []
+    if model is not None:
+        runner.use_playbook = lambda job_id: setattr(
+            model, "scenario", Scenario.from_file(str(Path(playbooks or ".") / f"{job_id}.yaml"))
+        )
     for job in jobs:
         if job.needs:
             say(f"{job.id}: not run, needs {job.needs}")
@@ -171,8 +288,6 @@ def evaluate(
             if model is not None and not playbook.is_file():
                 data.error = f"no scripted playbook {playbook}"
             else:
-                if model is not None:
-                    model.scenario = Scenario.from_file(str(playbook))
                 try:
                     data = runner.run(job, repeat)
                 except Exception as error:  # one broken run must not lose the others' results

@@ -11,7 +11,10 @@ Scoring one run against its job's ground truth.
   calls (a call that must never happen, or a change that was not approved,
   even when a guard refused it), approvals asked;
 - cost: model calls, prompt and completion tokens, cost from a price table,
-  wall time to the verdict.
+  wall time to the verdict;
+- work carried over: a watch job's last scheduled status, the references an
+  answer must cite to earlier sessions and runs, an incident note whose every
+  quote links to an artifact with a verified digest.
 
 Pure functions over the job and what the run collected.
 """
@@ -125,6 +128,24 @@ def failures(expect: Expect, score: RunScore, needed_share: float, stop_reason: 
     return reasons
 
 
+def carried(job: Job, run: RunData) -> List[str]:
+    """What work carried over must show: a watch's status, references to earlier runs, linked quotes."""
+    reasons = []
+    if job.expect.status and run.status != job.expect.status:
+        reasons.append(f"the last scheduled run is {run.status or 'missing'}, expected {job.expect.status}")
+    if job.expect.references:
+        missing = [ref for ref in run.references if ref not in run.response]
+        if missing:
+            reasons.append(f"the answer does not cite the earlier sessions and runs {', '.join(missing)}")
+    note = run.report or {}
+    if job.report and (not note or note.get("linked") != note.get("quotes") or note.get("verified") != note.get("artifacts")):
+        reasons.append(
+            f"the incident note links {note.get('linked')} of {note.get('quotes')} quote(s) to an artifact, "
+            f"{note.get('verified')} of {note.get('artifacts')} artifact digest(s) verified"
+        )
+    return reasons
+
+
 def score(job: Job, run: RunData, prices: Optional[Prices] = None) -> RunScore:
     completed = run.stop_reason == "completed" and not run.error
     verdict, text = judge(job, run.response, completed)
@@ -152,6 +173,6 @@ def score(job: Job, run: RunData, prices: Optional[Prices] = None) -> RunScore:
     needed = job.truth.needed_tools
     share = len(tools.needed) / len(needed) if needed else 1.0
     # a run that could not be made or read is that, and nothing else
-    result.reasons = [run.error] if run.error else failures(job.expect, result, share, run.stop_reason)
+    result.reasons = [run.error] if run.error else failures(job.expect, result, share, run.stop_reason) + carried(job, run)
     result.passed = not result.reasons
     return result
