@@ -119,7 +119,7 @@ def judge(criteria: List[Criterion], finding: str, evidence: List[tuple]) -> Lis
                 continue
         else:
             texts = [("the finding", finding)]
-        hit = next(((where, m.group(0)) for where, text in texts for m in [regex.search(text)] if m), None)
+        hit = next(((where, _line(text, m)) for where, text in texts for m in [regex.search(text)] if m), None)
         met = hit is None if criterion.absent else hit is not None
         if hit:
             detail = f"{hit[0]}: {hit[1].strip()[:DETAIL_CHARS]}"
@@ -127,6 +127,12 @@ def judge(criteria: List[Criterion], finding: str, evidence: List[tuple]) -> Lis
             detail = f"no line matches in {', '.join(where for where, _ in texts)}"
         results.append(CriterionResult(criterion=criterion.describe(), met=met, detail=detail))
     return results
+
+
+def _line(text: str, match: "re.Match[str]") -> str:
+    """The whole line a match is on."""
+    end = text.find("\n", match.end())
+    return text[text.rfind("\n", 0, match.start()) + 1 : end if end >= 0 else len(text)]
 
 
 def status(base: str, results: List[CriterionResult], previous: Optional[str]) -> str:
