@@ -261,3 +261,57 @@ def test_a_model_request_is_metered_in_its_turns_context_and_refused_outside(tmp
         """,
     )
     assert out.splitlines() == ["agent:norfab:dm:chat-1", "sent", "", "refused: no run"]
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        # memory and skills of one profile, read and forgotten through Hermes' own store and tools
+        "import inspect, tools.memory_tool as m; out.append(callable(m.load_on_disk_store) "
+        "and list(inspect.signature(m.MemoryStore.remove).parameters) == ['self', 'target', 'old_text'] "
+        "and 'self.memory_entries' in inspect.getsource(m.MemoryStore.__init__))",
+        "import inspect, tools.skills_tool as s, tools.skill_manager_tool as m; out.append(callable(s.skills_list) "
+        "and 'absorbed_into' in inspect.signature(m.skill_manage).parameters)",
+        # the switches a profile's memory and skills are rendered with, and no background review
+        "import inspect, agent.agent_init as a; src = inspect.getsource(a.init_agent); "
+        "out.append(all(k in src for k in ('\"memory_enabled\"', '\"user_profile_enabled\"', '\"nudge_interval\"', '\"creation_nudge_interval\"')))",
+        # what is saved is redacted by a tool_request middleware that replaces the arguments
+        "import inspect, hermes_cli.plugins as p, hermes_cli.middleware as m; "
+        "out.append(hasattr(p.PluginContext, 'register_middleware') and 'tool_request' in m.VALID_MIDDLEWARE "
+        "and 'result.get(\"args\")' in inspect.getsource(m.apply_tool_request_middleware))",
+        # skills stay in their profile: the cross-profile lookup is replaced
+        "import tools.skill_manager_tool as m; out.append(m._find_skill_in_other_profiles('x') == [])",
+        # a schedule carries its previous finding: context_from naming the job's own output
+        "import inspect, cron.scheduler as s; src = inspect.getsource(s._build_job_prompt); "
+        "out.append('context_from' in src and 'Output from job' in src)",
+    ],
+)
+def test_hermes_internals_used_by_work_that_carries_over(tmp_path, check):
+    assert in_fresh_hermes(tmp_path, f"{check}\n") == "True"
+
+
+def test_memory_entries_are_listed_and_forgotten_in_their_profile(tmp_path):
+    out = in_fresh_hermes(
+        tmp_path,
+        """
+        from pathlib import Path
+        from norfab_hermes.worker.hermes import memory
+        from tools.memory_tool import load_on_disk_store
+        home = Path(os.environ["HERMES_HOME"]) / "profiles" / "keeper"
+        (home / "memories").mkdir(parents=True)
+        with compat.profile_scope(home):
+            store = load_on_disk_store()
+            store.add("memory", "PARTNER-X recovers with a clear")
+            store.add("memory", "core2 optics degrade")
+        out.append(memory.entries(home)[0])
+        out.append(memory.forget(home, "memory", "PARTNER-X"))
+        out.append(memory.entries(home)[0])
+        out.append(memory.entries(Path(os.environ["HERMES_HOME"]))[0])
+        """,
+    )
+    assert out.splitlines() == [
+        "['PARTNER-X recovers with a clear', 'core2 optics degrade']",
+        "['PARTNER-X recovers with a clear']",
+        "['core2 optics degrade']",
+        "[]",
+    ]
