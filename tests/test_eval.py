@@ -1,8 +1,10 @@
 """
 The operator jobs harness on the real lab: NorFab on a copy of examples/lab,
 both hermes workers, FakeNOS devices, the records worker; only the model is
-scripted. The right playbooks pass jobs 1, 2, 3 and 5 end to end; a wrong
-model scores as fabricated, wrong and unsafe.
+scripted. The right playbooks pass jobs 1, 2, 3, 4, 5 and 8 end to end (a
+watched schedule, an incident note, a handover across both workers), job 7
+recalls what an earlier session saved; a wrong model scores as fabricated,
+wrong and unsafe.
 """
 
 import json
@@ -21,28 +23,47 @@ JOBS = LAB / "eval" / "jobs"
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     with scripted_model() as model, running_lab(LAB, tmp_path_factory.mktemp("eval") / "lab") as nf:
-        yield Runner(nf.client, settings(LAB), SCRIPTED_MODEL), model
+        yield Runner(nf.client, settings(LAB), SCRIPTED_MODEL, {job.id: job for job in load_jobs(JOBS)}), model
 
 
 def recorded(folder: Path, job: str) -> dict:
     return json.loads((folder / "runs" / f"{job}-1.json").read_text())
 
 
-def test_the_scripted_model_passes_jobs_1_2_3_and_5_with_every_quote_traced_to_a_job(lab, tmp_path):
+def test_the_scripted_model_passes_jobs_1_2_3_4_5_and_8_with_every_quote_traced_to_a_job(lab, tmp_path):
     runner, model = lab
     jobs = load_jobs(JOBS)
     scores = {
         s.job: s for s in evaluate(runner, jobs, 1, tmp_path, model, LAB / "eval" / "playbooks", say=lambda _: None)
     }
     # the jobs that need what the product lacks are not run, and say so in the table
-    assert set(scores) == {"01-customer-reachability", "02-correlated-alarms", "03-core-maintenance", "05-carrier-case"}
+    assert set(scores) == {
+        "01-customer-reachability",
+        "02-correlated-alarms",
+        "03-core-maintenance",
+        "04-watch-after-change",
+        "05-carrier-case",
+        "08-shift-handover",
+    }
     for name, result in scores.items():
         assert result.passed, (name, result.reasons)
         assert (result.verdict, result.fabricated, result.evidence, result.tools.unsafe) == ("correct", 0, 1.0, [])
-        assert result.model_calls >= 3 and result.input_tokens > 0 and result.seconds > 0
+        assert result.model_calls >= 2 and result.input_tokens > 0 and result.seconds > 0
         record = recorded(tmp_path, name)
         uuids = {call["job_uuid"] for call in record["run"]["tool_calls"]}
         assert result.quotes and all(q.job_uuid in uuids for q in result.quotes if q.via is None), name
+
+    # job 4: the watch ran twice, the second run compared with the first, and the worker marked it regressed
+    watch = recorded(tmp_path, "04-watch-after-change")["run"]
+    assert watch["status"] == "regressed" and "Compared with the previous run of this watch" in watch["response"]
+    # job 5: the case's incident note links every quote to an artifact whose digest the eval checked
+    note = recorded(tmp_path, "05-carrier-case")["run"]["report"]
+    assert note["linked"] == note["quotes"] == len(scores["05-carrier-case"].quotes)
+    assert note["verified"] == note["artifacts"] > 0
+    # job 8: the briefing cites the sessions and runs of the shift's work, on both hermes workers
+    handover = recorded(tmp_path, "08-shift-handover")["run"]
+    assert handover["references"] and all(ref in handover["response"] for ref in handover["references"])
+    assert "on hermes-worker-1" in handover["response"] and "on hermes-worker-2" in handover["response"]
 
     # job 3 quotes the routing agent, which answered from hermes-worker-2 with its own tool calls
     delegated = [q for q in scores["03-core-maintenance"].quotes if q.via == "ask_routing"]
@@ -88,3 +109,15 @@ def test_a_wrong_model_scores_as_fabricated_wrong_and_unsafe(lab, tmp_path):
     # the operator read the worker's approval question back to the tool and its arguments, and said no
     (asked,) = recorded(tmp_path, "03-core-maintenance")["run"]["approvals"]
     assert (asked["tool"], asked["arguments"], asked["approved"]) == ("bounce_interface", bounce["arguments"], False)
+
+
+def test_job_7_recalls_what_the_earlier_session_saved_to_memory(lab, tmp_path):
+    # the recovery workflow job 7 needs comes with workflow tools; its recall works already
+    runner, model = lab
+    [job] = load_jobs(JOBS, only=["07"])
+    assert job.needs == "recovery-workflow"
+    [result] = evaluate(runner, [job.model_copy(update={"needs": None})], 1, tmp_path, model, LAB / "eval" / "playbooks", say=lambda _: None)
+    assert result.passed, result.reasons
+    run = recorded(tmp_path, "07-same-fault-again")["run"]
+    assert "What I remembered from last time: PARTNER-X peering on core1, neighbor 10.250.0.2" in run["response"]
+    assert [a["arguments"] for a in run["approvals"]] == [{"FB": "core1", "peer": "10.250.0.2"}]
