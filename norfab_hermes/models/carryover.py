@@ -1,9 +1,9 @@
 """
-The models of work that carries over from one run to the next: records an
-agent may read as a tool, acceptance criteria of a watched schedule, the
-evidence kept of every tool result, an agent's memory and skills, and the
-material of a shift handover. Definitions, task inputs and results alike;
-the rest of the service's models import these.
+The models of work that carries over from one run to the next: acceptance
+criteria of a watched schedule, the evidence kept of every tool result, an
+agent's memory and skills, and the material of a shift handover. Definitions
+parts, task inputs and results alike; the rest of the service's models
+import these (the records tool's definition is in ``definitions``).
 """
 
 import re
@@ -15,7 +15,6 @@ from pydantic import Field, PositiveInt, StrictBool, StrictStr, field_validator
 
 from .base import StrictModel, TaskInput
 
-RecordKind = Literal["sessions", "schedules", "evidence"]
 MemoryTarget = Literal["memory", "user", "skills"]
 DURATION_RE = re.compile(r"^\s*(\d+)\s*(s|m|h|d)\s*$", re.I)
 DURATION_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -54,27 +53,6 @@ def check_json_schema(schema: Union[None, Dict[str, Any]]) -> Union[None, Dict[s
 
 
 # ------------------------------------------------------------- definitions
-
-
-class RecordsDefinition(StrictModel):
-    """Read-only records of this worker offered to an agent as one tool: sessions, schedule history, evidence."""
-
-    agents: List[StrictStr] = Field(
-        ..., min_length=1, description="Agents of this worker whose records the tool reads (the agent itself included)"
-    )
-    read: List[RecordKind] = Field(
-        ["sessions", "schedules", "evidence"],
-        min_length=1,
-        description="What it reads: sessions (list, search, read), schedules (their history), evidence (artifacts)",
-    )
-    description: Union[None, StrictStr] = Field(None, description="When the model should use it")
-
-    @field_validator("agents")
-    @classmethod
-    def _agents(cls, value: List[str]) -> List[str]:
-        from .definitions import check_agent_name
-
-        return [check_agent_name(name) for name in value]
 
 
 class Criterion(StrictModel):

@@ -23,7 +23,9 @@ from pydantic import (
 from ..errors import InventoryError
 from ..safety import commands, guards, host_access
 from .base import StrictModel, describe_validation_error
-from .carryover import Criterion, RecordsDefinition, check_json_schema, parse_duration
+from .carryover import Criterion, check_json_schema, parse_duration
+
+RecordKind = Literal["sessions", "schedules", "evidence"]
 
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
@@ -182,6 +184,25 @@ class DelegateDefinition(StrictModel):
                 "a delegate asks one agent on one worker, whose session and runs stay there"
             )
         return value
+
+
+class RecordsDefinition(StrictModel):
+    """Read-only records of this worker offered to an agent as one tool: sessions, schedule history, evidence."""
+
+    agents: List[StrictStr] = Field(
+        ..., min_length=1, description="Agents of this worker whose records the tool reads (the agent itself included)"
+    )
+    read: List[RecordKind] = Field(
+        ["sessions", "schedules", "evidence"],
+        min_length=1,
+        description="What it reads: sessions (list, search, read), schedules (their history), evidence (artifacts)",
+    )
+    description: Union[None, StrictStr] = Field(None, description="When the model should use it")
+
+    @field_validator("agents")
+    @classmethod
+    def _agents(cls, value: List[str]) -> List[str]:
+        return [check_agent_name(name) for name in value]
 
 
 class AgentDefinition(StrictModel):
