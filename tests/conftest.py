@@ -15,9 +15,6 @@ from typing import Any, Dict, Iterator, List, Tuple
 from unittest import mock
 
 import pytest
-from norfab.clients.nfcli_shell.nfcli_shell_client import NorFabShell, mount_shell_plugins
-from picle import App
-from picle import picle as picle_module
 
 from norfab_hermes.testing.embedded import free_port, hermes_worker, network, wait_for_workers  # noqa: F401
 from norfab_hermes.testing.embedded import running_norfab as norfab  # noqa: F401
@@ -58,8 +55,13 @@ PLUGINS = {"hermes": {"nfcli": {"mount_path": "hermes", "shell_model": "norfab_h
 
 
 @contextmanager
-def hermes_shell(nf: Any) -> Iterator[App]:
+def hermes_shell(nf: Any) -> Iterator[Any]:
     """nfcli's root shell with the hermes plugin mounted the way start_picle_shell does it."""
+    # imported here: nfcli's shell takes seconds to import, and the unit tests never need it
+    from norfab.clients.nfcli_shell.nfcli_shell_client import NorFabShell, mount_shell_plugins
+    from picle import App
+    from picle import picle as picle_module
+
     nf.inventory.plugins = PLUGINS  # what NorFabInventory loads from the inventory's 'plugins:' key
     builtins.NFCLIENT = nf.client
     console, width = picle_module.RICHCONSOLE, picle_module.RICHCONSOLE.width
