@@ -1,6 +1,11 @@
 """
 Shared fixtures: a real NorFab (broker, workers) built in a temporary
 directory, and the package's scripted model. Only the model is scripted.
+
+A test module says what its NorFab runs in a module constant ``LAB`` (a
+:class:`Lab`); the ``lab`` fixture starts it once per module and yields
+``(nf, base)``, ``nf`` yields the NorFab alone. A module whose NorFab needs
+more (another service, files made before the start) defines its own ``lab``.
 """
 
 import builtins
@@ -10,8 +15,9 @@ import os
 import sqlite3
 import zlib
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 from unittest import mock
 
 import pytest
@@ -33,6 +39,27 @@ def run(client: Any, task: str, worker: str = "any", job_timeout: float = 60, **
     assert reply, f"hermes {task} was not accepted by the broker"
     assert len(reply) == 1, reply
     return next(iter(reply.values()))
+
+
+def ok(res: Dict[str, Any]) -> Any:
+    """The result of a Result dict that did not fail."""
+    assert not res["failed"], res["errors"]
+    return res["result"]
+
+
+def invoke(
+    nf: Any,
+    agent: str,
+    instructions: str,
+    session_id: Optional[str] = None,
+    worker: str = "any",
+    job_timeout: float = 120,
+    **kwargs: Any,
+) -> Dict[str, Any]:
+    """One agent turn that must not fail; its result (response, run_id, session_id, stop_reason, tool_calls, ...)."""
+    if session_id is not None:
+        kwargs["session_id"] = session_id
+    return ok(run(nf.client, "invoke", worker, job_timeout, agent=agent, instructions=instructions, **kwargs))
 
 
 def start_invoke(client: Any, worker: str, **kwargs: Any) -> tuple:
@@ -77,16 +104,56 @@ def hermes_shell(nf: Any) -> Iterator[Any]:
             del builtins.NFCLIENT
 
 
-def lab_workers(url: str) -> Dict[str, dict]:
-    """Two hermes workers sharing the agent name 'interfaces': hermes-lab-1 (interfaces, routing), hermes-lab-2 (interfaces, bgp)."""
+@dataclass(frozen=True)
+class Lab:
+    """
+    What a test module's NorFab runs (its module constant ``LAB``).
 
-    def agents(*names: str) -> Dict[str, dict]:
-        return {name: {"instructions": f"You are the {name} agent."} for name in names}
+    Args:
+        workers: hermes workers by name, each with its agent definitions by name.
+        hosts: FakeNOS ``cisco_ios`` devices on 127.0.0.1 and ``nornir-worker-1`` over them; none: no network.
+        devices: FakeNOS device models by host (e.g. a device that prints secrets).
+        settings: hermes worker inventory settings, for every hermes worker.
+        files: more files under the NorFab base directory, by path.
+        env: environment variables set while the lab runs (e.g. an API key an agent names).
+    """
 
-    return {
-        "hermes-lab-1": hermes_worker(url, agents("interfaces", "routing")),
-        "hermes-lab-2": hermes_worker(url, agents("interfaces", "bgp")),
-    }
+    workers: Dict[str, Dict[str, Any]]
+    hosts: Tuple[str, ...] = ()
+    devices: Optional[Dict[str, dict]] = None
+    settings: Dict[str, Any] = field(default_factory=dict)
+    files: Dict[str, Any] = field(default_factory=dict)
+    env: Dict[str, str] = field(default_factory=dict)
+
+
+def _agents(*names: str) -> Dict[str, dict]:
+    return {name: {"instructions": f"You are the {name} agent."} for name in names}
+
+
+# Two hermes workers sharing the agent name 'interfaces': hermes-lab-1 (interfaces, routing), hermes-lab-2 (interfaces, bgp).
+TWO_WORKERS = Lab(
+    workers={"hermes-lab-1": _agents("interfaces", "routing"), "hermes-lab-2": _agents("interfaces", "bgp")}
+)
+
+
+@pytest.fixture(scope="module")
+def lab(request: pytest.FixtureRequest, model: ScriptedModelServer, tmp_path_factory: Any) -> Iterator[Tuple[Any, Path]]:
+    """A real NorFab for the test module, as its ``LAB`` says; yields (nf, its base directory)."""
+    spec: Lab = request.module.LAB
+    hermes = {name: hermes_worker(model.base_url, agents, **spec.settings) for name, agents in spec.workers.items()}
+    workers, files = network(list(spec.hosts), models=spec.devices, users=hermes) if spec.hosts else (hermes, {})
+    base = tmp_path_factory.mktemp("lab")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in spec.env.items():
+            patch.setenv(name, value)
+        with norfab(base, workers, {**files, **spec.files}) as nf:
+            yield nf, base
+
+
+@pytest.fixture(scope="module")
+def nf(lab: Tuple[Any, Path]) -> Any:
+    """The test module's NorFab (see ``lab``)."""
+    return lab[0]
 
 
 def last_job(client: Any, task: str) -> Dict[str, Any]:

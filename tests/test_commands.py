@@ -1,16 +1,12 @@
 """Native slash commands through the gateway, never a shell."""
 
 import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, run
 
 WORKER = "hermes-worker-1"
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    agents = {"alpha": {"instructions": "You are ALPHA.", "hermes": {"model": {"default": "alpha-model"}}}}
-    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: hermes_worker(model.base_url, agents)}) as nf:
-        yield nf
+LAB = Lab(workers={WORKER: {"alpha": {"instructions": "You are ALPHA.", "hermes": {"model": {"default": "alpha-model"}}}}})
 
 
 def command(nf, text, session_id=None):

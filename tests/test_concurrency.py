@@ -4,25 +4,16 @@ import concurrent.futures
 import json
 import uuid
 
-import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, invoke, run
 
 WORKER = "hermes-worker-1"
 AGENTS = ("alpha", "beta", "gamma")
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    agents = {name: {"instructions": f"You are {name.upper()}."} for name in AGENTS}
-    inventory = hermes_worker(model.base_url, agents, max_concurrent_runs=5)
-    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: inventory}) as nf:
-        yield nf
-
-
-def invoke(nf, agent, text, session_id=None):
-    res = run(nf.client, "invoke", job_timeout=120, agent=agent, instructions=text, session_id=session_id)
-    assert not res["failed"], res["errors"]
-    return res["result"]
+LAB = Lab(
+    workers={WORKER: {name: {"instructions": f"You are {name.upper()}."} for name in AGENTS}},
+    settings={"max_concurrent_runs": 5},
+)
 
 
 def test_ten_concurrent_invokes_across_three_agents_stay_apart(nf, model):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from conftest import hermes_shell, hermes_worker, network, network_jobs, norfab, run, start_invoke
+from conftest import hermes_shell, hermes_worker, invoke, network, network_jobs, norfab, ok, run, start_invoke
 from test_shell import nfcli
 
 from norfab_hermes.routing import Hermes, RoutingError
@@ -140,15 +140,6 @@ def fleet(tmp_path_factory):
         yield Fleet(nf, base, process, namespace, why)
 
 
-def ok(res):
-    assert not res["failed"], res["errors"]
-    return res["result"]
-
-
-def invoke(nf, worker, agent, text, **kwargs):
-    return ok(run(nf.client, "invoke", worker=worker, job_timeout=120, agent=agent, instructions=text, **kwargs))
-
-
 def sessions(nf, worker, agent):
     return {s["session_id"] for s in ok(run(nf.client, "get_sessions", worker=worker, agent=agent))}
 
@@ -189,7 +180,7 @@ def test_a_delegated_question_returns_the_other_agents_finding_with_its_lineage(
 def test_the_depth_limit_refuses_before_anything_is_sent(fleet):
     nf = fleet.nf
     hop4_before = sessions(nf, W2, "hop4")
-    result = invoke(nf, W1, "hop1", "pass it on")
+    result = invoke(nf, "hop1", "pass it on", worker=W1)
     # hop1@w1 -> hop2@w2 -> hop3@w1, whose question would be a third level (default max_delegation_depth 2)
     assert "delegation depth limit reached: this run is 2 deep and agent 'hop3' allows 2" in result["response"]
     assert result["tool_calls"][0]["delegated"]["agent"] == "hop2" and result["stop_reason"] == "completed"
@@ -199,7 +190,7 @@ def test_the_depth_limit_refuses_before_anything_is_sent(fleet):
 def test_a_cycle_is_refused_before_dispatch_and_by_the_asked_worker(fleet):
     nf = fleet.nf
     triage_before = sessions(nf, W1, "triage")
-    result = invoke(nf, W1, "triage", "pass it on")
+    result = invoke(nf, "triage", "pass it on", worker=W1)
     assert f"asking triage@{W1} would go round in a circle (triage@{W1} -> core@{W2} -> triage@{W1})" in result["response"]
     assert len(sessions(nf, W1, "triage") - triage_before) == 1, "triage was asked again inside its own lineage"
     # a caller that forges a lineage around the checks meets the asked worker's own check
@@ -249,7 +240,7 @@ def test_the_asked_agents_approval_goes_to_the_callers_operator_and_only_to_one(
     assert '"ok": true' in result["response"] and cleared() == before + 1
 
     # a caller nobody answers for: the asked agent is not interactive either, and changes nothing
-    result = invoke(nf, W1, "interfaces", "Get r1 fixed")
+    result = invoke(nf, "interfaces", "Get r1 fixed", worker=W1)
     assert "this run is not interactive, so the operator cannot be asked" in result["response"], result["response"]
     assert cleared() == before + 1
 
@@ -257,7 +248,7 @@ def test_the_asked_agents_approval_goes_to_the_callers_operator_and_only_to_one(
 def test_the_child_gets_less_than_the_parents_remaining_budget_and_stops_before_it(fleet):
     nf = fleet.nf
     started = time.time()
-    result = invoke(nf, W1, "interfaces", 'CALL ask_routing {"question": "SLEEP 60"}', timeout=25)
+    result = invoke(nf, "interfaces", 'CALL ask_routing {"question": "SLEEP 60"}', timeout=25, worker=W1)
     took = time.time() - started
     [call] = result["tool_calls"]
     assert call["delegated"]["stop_reason"] == "run_timeout" and call["status"] == "failed"
@@ -322,7 +313,7 @@ def test_hermes_native_subagents_work_inside_the_run_and_its_budgets(fleet):
     assert len([m for m in events if m.startswith("model request")]) == 4  # the subagent's model calls count too
 
     # lead may make one NorFab call per run: with its own made, its subagent's is refused, not sent
-    result = invoke(nf, W1, "lead", "Clock, then split the work on r1")
+    result = invoke(nf, "lead", "Clock, then split the work on r1", worker=W1)
     calls = [(c["tool"], c["status"], c["error"]) for c in result["tool_calls"]]
     assert calls[:2] == [
         ("show_clock", "completed", None),
@@ -355,7 +346,7 @@ def test_the_second_worker_reaches_the_broker_across_a_real_interface(fleet):
     ours = os.readlink("/proc/self/ns/net")
     assert os.readlink(f"/proc/{fleet.process.pid}/ns/net") != ours
     before = fleet.namespace.bytes_received()
-    invoke(fleet.nf, W1, "interfaces", "Ask routing about r1")
+    invoke(fleet.nf, "interfaces", "Ask routing about r1", worker=W1)
     assert fleet.namespace.bytes_received() - before > 2000  # the child's events and result crossed the veth pair
 
 
@@ -374,7 +365,7 @@ def test_a_dead_owner_is_named_other_workers_serve_and_it_comes_back_with_its_se
     with pytest.raises(RoutingError, match=rf"agent 'routing' not found.*session '{session_id}' belongs to hermes worker '{W2}'"):
         hermes.invoke("routing", "and then?", session_id=session_id)
     assert ok(hermes.invoke("edge", "still here?", workers=W1))["response"] == "ECHO: still here?"
-    refused = invoke(nf, W1, "interfaces", 'CALL ask_routing {"question": "anyone?"}')
+    refused = invoke(nf, "interfaces", 'CALL ask_routing {"question": "anyone?"}', worker=W1)
     assert refused["tool_calls"][0]["status"] == "failed" and f"on {W2} did not answer" in refused["tool_calls"][0]["error"]
 
     prefix = fleet.namespace.prefix if fleet.namespace else ()

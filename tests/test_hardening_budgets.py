@@ -10,7 +10,7 @@ import time
 import uuid
 
 import pytest
-from conftest import hermes_worker, network, network_jobs, norfab, run
+from conftest import Lab, invoke, network_jobs, run
 
 from norfab_hermes.testing.scenario import Scenario
 from norfab_hermes.testing.scripted_model import ScriptedModel, ScriptedModelServer
@@ -56,18 +56,7 @@ def model():
         yield server
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1", "r2", "r3"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
-
-
-def invoke(nf, agent, text, **kwargs):
-    res = run(nf.client, "invoke", job_timeout=120, agent=agent, instructions=text, **kwargs)
-    assert not res["failed"], res["errors"]
-    return res["result"]
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r1", "r2", "r3"))
 
 
 def cli_jobs(base):

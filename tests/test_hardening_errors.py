@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, run
 
 pytestmark = pytest.mark.hardening
 
@@ -23,10 +23,7 @@ AGENTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: hermes_worker(model.base_url, AGENTS)}) as nf:
-        yield nf
+LAB = Lab(workers={WORKER: AGENTS})
 
 
 def clean_failure(res, *expected):

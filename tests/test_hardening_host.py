@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 import yaml
-from conftest import find_secrets, hermes_worker, norfab, run
+from conftest import find_secrets, hermes_worker, invoke, norfab, run
 
 pytestmark = pytest.mark.hardening
 
@@ -60,12 +60,6 @@ def create(nf, agent, definition=None, **kwargs):
 
 def agents(nf):
     return {a["name"]: a for a in run(nf.client, "get_agents")["result"]}
-
-
-def invoke(nf, agent, text):
-    res = run(nf.client, "invoke", job_timeout=90, agent=agent, instructions=text)
-    assert not res["failed"], res["errors"]
-    return res["result"]
 
 
 def sent_to_model(model, tag):

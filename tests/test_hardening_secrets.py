@@ -7,10 +7,9 @@ worker (its Hermes home, logs, NorFab job and client stores).
 """
 
 import json
-import os
 
 import pytest
-from conftest import DEVICE_SECRETS, HOSTILE_DEVICE, find_secrets, hermes_worker, network, norfab, run
+from conftest import DEVICE_SECRETS, HOSTILE_DEVICE, Lab, find_secrets, run
 
 pytestmark = pytest.mark.hardening
 
@@ -36,13 +35,7 @@ AGENTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    os.environ["NF_HARDENING_KEY"] = API_KEY
-    base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r9"], models={"r9": HOSTILE_DEVICE}, users={WORKER: hermes_worker(model.base_url, AGENTS)})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r9",), devices={"r9": HOSTILE_DEVICE}, env={"NF_HARDENING_KEY": API_KEY})
 
 
 def invoke(nf, instructions):

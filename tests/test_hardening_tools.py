@@ -9,7 +9,7 @@ import time
 import uuid
 
 import pytest
-from conftest import hermes_worker, network, network_jobs, norfab, run
+from conftest import Lab, network_jobs, run
 
 pytestmark = pytest.mark.hardening
 
@@ -52,12 +52,7 @@ AGENTS["auditor"] = {
 }
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r1",))
 
 
 def attempt(nf, model, call):

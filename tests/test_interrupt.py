@@ -2,18 +2,15 @@
 
 import time
 
-import pytest
-from conftest import hermes_worker, norfab, result_of, run, start_invoke
+from conftest import Lab, result_of, run, start_invoke
 
 WORKER = "hermes-worker-1"
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    agents = {"alpha": {"instructions": "You are ALPHA."}, "beta": {"instructions": "You are BETA."}}
-    inventory = hermes_worker(model.base_url, agents, max_concurrent_runs=2)
-    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: inventory}) as nf:
-        yield nf
+LAB = Lab(
+    workers={WORKER: {"alpha": {"instructions": "You are ALPHA."}, "beta": {"instructions": "You are BETA."}}},
+    settings={"max_concurrent_runs": 2},
+)
 
 
 def test_interrupt_stops_the_run_within_a_second(nf):

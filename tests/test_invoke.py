@@ -3,36 +3,30 @@ invoke through a real NorFab: broker, one hermes worker with two agents
 (native Hermes profiles) and the scripted model.
 """
 
-import os
 import time
 import uuid
 
-import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, run
 
 SECRET = "sk-norfab-test-" + uuid.uuid4().hex
 WORKER = "hermes-worker-1"
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    os.environ["NF_TEST_API_KEY"] = SECRET
-    agents = {
-        "alpha": {
-            "instructions": "You are ALPHA, the interface checker.",
-            "description": "checks interfaces",
-            "hermes": {"model": {"default": "alpha-model", "api_key_env": "NF_TEST_API_KEY"}},
-        },
-        "beta": {
-            "instructions": "You are BETA, the routing checker.",
-            "hermes": {"model": {"default": "beta-model"}},
-            "run_timeout": 3,
-        },
-        "gamma": {"instructions": "You are GAMMA.", "hermes": {"agent": {"api_max_retries": 1}}},
-        "broken": {"instructions": "never served", "bogus": 1},
-    }
-    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: hermes_worker(model.base_url, agents)}) as nf:
-        yield nf
+AGENTS = {
+    "alpha": {
+        "instructions": "You are ALPHA, the interface checker.",
+        "description": "checks interfaces",
+        "hermes": {"model": {"default": "alpha-model", "api_key_env": "NF_TEST_API_KEY"}},
+    },
+    "beta": {
+        "instructions": "You are BETA, the routing checker.",
+        "hermes": {"model": {"default": "beta-model"}},
+        "run_timeout": 3,
+    },
+    "gamma": {"instructions": "You are GAMMA.", "hermes": {"agent": {"api_max_retries": 1}}},
+    "broken": {"instructions": "never served", "bogus": 1},
+}
+LAB = Lab(workers={WORKER: AGENTS}, env={"NF_TEST_API_KEY": SECRET})
 
 
 def request_with(model, token):

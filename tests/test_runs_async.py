@@ -7,8 +7,7 @@ scheduled check too.
 
 import time
 
-import pytest
-from conftest import hermes_worker, network, network_jobs, norfab, run
+from conftest import Lab, network_jobs, ok, run
 
 WORKER = "hermes-worker-1"
 FB_SCHEMA = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
@@ -20,17 +19,7 @@ AGENTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
-
-
-def ok(res):
-    assert not res["failed"], res["errors"]
-    return res["result"]
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r1",))
 
 
 def follow(nf, agent, run_id, until=("finished",), timeout=60):

@@ -9,7 +9,7 @@ import signal
 import time
 
 import pytest
-from conftest import hermes_worker, network, network_jobs, norfab, run
+from conftest import Lab, hermes_worker, network_jobs, norfab, run
 
 from norfab_hermes.testing.embedded import kill_process_group, worker_process
 from norfab_hermes.testing.scenario import Scenario
@@ -62,12 +62,7 @@ def model():
         yield server
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1", "r2"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r1", "r2"))
 
 
 def schedule(nf, agent="interfaces", **kwargs):

@@ -13,17 +13,14 @@ import time
 from unittest import mock
 
 import pytest
-from conftest import hermes_shell, lab_workers, last_job, norfab, result_of, run, start_invoke
+from conftest import TWO_WORKERS, hermes_shell, last_job, result_of, run, start_invoke
 
 from norfab_hermes.nfcli.live import CtrlC
 
 LAB1, LAB2 = "hermes-lab-1", "hermes-lab-2"
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    with norfab(tmp_path_factory.mktemp("nf"), lab_workers(model.base_url)) as nf:
-        yield nf
+LAB = TWO_WORKERS
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from test_shell import LAB1, LAB2, nfcli
 from norfab_hermes.nfcli.lifecycle import HermesDeleteCommand
 from norfab_hermes.nfcli_shell import HermesShell
 
-nf, app = test_shell.nf, test_shell.app  # the fixtures of test_shell: a NorFab with two hermes workers, nfcli's shell
+LAB, app = test_shell.LAB, test_shell.app  # as in test_shell: a NorFab with two hermes workers, nfcli's shell
 SOURCE = "nf://hermes/agents/interface-check.yaml"
 DEFINITION = {
     "instructions": "You check interfaces.",

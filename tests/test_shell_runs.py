@@ -14,7 +14,7 @@ from contextlib import redirect_stdout
 
 import pytest
 import test_shell
-from conftest import hermes_worker, last_job, network, network_jobs, norfab, run
+from conftest import Lab, last_job, network_jobs, run
 from rich.console import Console
 from test_shell import LAB1, LAB2, ids, nfcli
 
@@ -28,18 +28,7 @@ FIXER = {"instructions": "You fix.", "toolsets": ["norfab"], "tools": {"bounce":
 BOUNCE_R1 = """'CALL bounce {"FB": "r1"}'"""  # the scripted model calls the tool; single quotes keep the JSON's
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("nf")
-    workers, files = network(["r1"], users={LAB1: hermes_worker(model.base_url, {"alpha": ALPHA, "fixer": FIXER})})
-    workers[LAB2] = hermes_worker(model.base_url, {"alpha": ALPHA})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
-
-
-@pytest.fixture(scope="module")
-def nf(lab):
-    return lab[0]
+LAB = Lab(workers={LAB1: {"alpha": ALPHA, "fixer": FIXER}, LAB2: {"alpha": ALPHA}}, hosts=("r1",))
 
 
 def flat(output):

@@ -16,7 +16,7 @@ from test_shell import LAB2, nfcli
 
 from norfab_hermes.nfcli_shell import HermesPauseCommand
 
-nf, app = test_shell.nf, test_shell.app  # the fixtures of test_shell: a NorFab with two hermes workers, nfcli's shell
+LAB, app = test_shell.LAB, test_shell.app  # as in test_shell: a NorFab with two hermes workers, nfcli's shell
 ID = re.compile(r"\b[0-9a-f]{12}\b")
 
 

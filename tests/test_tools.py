@@ -7,8 +7,7 @@ import concurrent.futures
 import json
 import time
 
-import pytest
-from conftest import hermes_worker, network, norfab, result_of, run
+from conftest import Lab, invoke, result_of, run
 
 WORKER = "hermes-worker-1"
 CLI = {"service": "nornir", "task": "cli", "workers": "all"}
@@ -80,17 +79,7 @@ AGENTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    workers, files = network(["r1", "r2"], users={WORKER: hermes_worker(model.base_url, AGENTS, tool_result_max_chars=30000)})
-    with norfab(tmp_path_factory.mktemp("nf"), workers, files) as nf:
-        yield nf
-
-
-def invoke(nf, instructions, agent="interfaces", **kwargs):
-    res = run(nf.client, "invoke", job_timeout=90, agent=agent, instructions=instructions, **kwargs)
-    assert not res["failed"], res["errors"]
-    return res["result"]
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r1", "r2"), settings={"tool_result_max_chars": 30000})
 
 
 def mentions(body, text):
@@ -99,7 +88,7 @@ def mentions(body, text):
 
 def tool_result(nf, model, instructions, agent="interfaces", **kwargs):
     """Invoke, then return (run result, the tool result the model received, parsed when whole)."""
-    result = invoke(nf, instructions, agent=agent, **kwargs)
+    result = invoke(nf, agent, instructions, **kwargs)
     body = next(
         b
         for b in reversed(model.model.completions())
@@ -121,7 +110,7 @@ def test_agent_reads_real_device_output(nf, model):
 
 
 def test_model_sees_only_its_own_tools_with_derived_schemas(nf, model):
-    invoke(nf, "list my tools please")
+    invoke(nf, "interfaces", "list my tools please")
     body = next(b for b in reversed(model.model.completions()) if mentions(b, "list my tools please"))
     tools = {t["function"]["name"]: t["function"] for t in body["tools"]}
     assert set(tools) == set(AGENTS["interfaces"]["tools"])
@@ -132,7 +121,7 @@ def test_model_sees_only_its_own_tools_with_derived_schemas(nf, model):
     assert "Task to collect/retrieve show commands output" in tools["run_cli"]["description"]
     assert tools["inspect_interfaces"]["parameters"] == {**FB_SCHEMA, "additionalProperties": False}  # closed
 
-    invoke(nf, "list quiet tools", agent="quiet")
+    invoke(nf, "quiet", "list quiet tools")
     body = next(b for b in reversed(model.model.completions()) if mentions(b, "list quiet tools"))
     assert not body.get("tools")
 
@@ -174,7 +163,7 @@ def test_failing_task_keeps_its_errors_and_child_job(nf, model):
 
 def test_tool_timeout_is_capped_by_the_run_budget(nf, model):
     started = time.time()
-    result = invoke(nf, "CALL slow_task {}", timeout=6)
+    result = invoke(nf, "interfaces", "CALL slow_task {}", timeout=6)
     took = time.time() - started
     [call] = result["tool_calls"]
     assert call["status"] == "failed" and "timed out" in call["error"]
@@ -246,7 +235,7 @@ def test_approval_interactive_yes_and_no(nf):
 
 def test_approval_in_a_non_interactive_run_is_refused_without_waiting(nf):
     started = time.time()
-    result = invoke(nf, 'CALL bounce_port {"FB": "r1"}')
+    result = invoke(nf, "interfaces", 'CALL bounce_port {"FB": "r1"}')
     [call] = result["tool_calls"]
     assert call["status"] == "refused" and "not interactive" in call["error"]
     assert time.time() - started < 10
