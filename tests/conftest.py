@@ -74,7 +74,8 @@ def start_invoke(client: Any, worker: str, **kwargs: Any) -> tuple:
 
 def result_of(future: Any, worker: str, timeout: float = 60) -> Dict[str, Any]:
     reply = future.result(timeout=timeout)
-    assert reply and worker in reply, reply
+    assert reply, reply
+    assert worker in reply, reply
     return reply[worker]
 
 

@@ -26,12 +26,14 @@ def test_ten_concurrent_invokes_across_three_agents_stay_apart(nf, model):
         )
     assert len({r["session_id"] for r in firsts}) == 10
     for (agent, token), first, second in zip(tokens, firsts, seconds):
-        assert first["agent"] == agent and first["stop_reason"] == "completed"
+        assert first["agent"] == agent
+        assert first["stop_reason"] == "completed"
         assert second["response"] == f"ECHO: again {token}"
         assert second["session_id"] == first["session_id"]
         body = next(b for b in model.model.completions() if f"again {token}" in json.dumps(b["messages"][-1]))
         history = json.dumps(body["messages"])
-        assert token in history and body["messages"][0]["content"].startswith(f"You are {agent.upper()}")
+        assert token in history
+        assert body["messages"][0]["content"].startswith(f"You are {agent.upper()}")
         others = [t for _, t in tokens if t != token]
         assert not any(other in history for other in others)
 

@@ -62,7 +62,8 @@ def test_device_secrets_are_masked_and_the_evidence_kept(lab, model):
     assert "password: ***\\nuser: admin" in yaml_result["result"]["response"]
     # the tool result the model read is valid JSON
     tool_messages = [m for b in model.model.completions() for m in b["messages"] if m.get("role") == "tool"]
-    assert tool_messages and all(json.loads(m["content"])["ok"] for m in tool_messages)
+    assert tool_messages
+    assert all(json.loads(m["content"])["ok"] for m in tool_messages)
 
     failed, failed_events = invoke(nf, "FAIL 401")  # the provider quotes the key back
     assert failed["result"]["stop_reason"] == "provider_error"

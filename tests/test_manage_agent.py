@@ -53,7 +53,8 @@ def test_a_created_agent_serves_at_once_and_calls_its_tool(lab):
     reply = invoke(nf, "tonight", 'CALL clock {"FB": "r1"}')
     took = time.time() - started
     assert (created["owner"], created["state"]) == ("runtime", "running")
-    assert reply["tool_calls"][0]["status"] == "completed" and reply["tool_calls"][0]["job_uuid"]
+    assert reply["tool_calls"][0]["status"] == "completed"
+    assert reply["tool_calls"][0]["job_uuid"]
     listed = agents_of(nf)["tonight"]
     assert (listed["owner"], listed["state"], listed["worker"], listed["available"]) == ("runtime", "running", WORKER, True)
     print(f"create -> first answer with a tool call: {took:.2f}s")
@@ -90,9 +91,12 @@ def test_stop_refuses_runs_and_schedules_wait_then_start_serves_again(lab):
     definition = {"name": "often", "prompt": "tick", "schedule": "* * * * * */2"}
     run(nf.client, "schedule", agent="pausable", action="create", definition=definition)
     stopped = ok(manage(nf, "stop", "pausable"))
-    assert stopped["state"] == "stopped" and agents_of(nf)["pausable"]["state"] == "stopped"
+    assert stopped["state"] == "stopped"
+    assert agents_of(nf)["pausable"]["state"] == "stopped"
     refused = refused_invoke(nf, "pausable", "hi")
-    assert refused["failed"] and "agent 'pausable' on worker" in refused["errors"][0] and "is stopped" in refused["errors"][0]
+    assert refused["failed"]
+    assert "agent 'pausable' on worker" in refused["errors"][0]
+    assert "is stopped" in refused["errors"][0]
     listed = run(nf.client, "schedule", agent="pausable", action="list")["result"]["schedules"][0]
     assert listed["state"] == "paused-by-stop"
     fired = len(run(nf.client, "schedule", agent="pausable", action="history", schedule_id="often")["result"]["history"])
@@ -114,7 +118,8 @@ def test_restart_picks_up_a_changed_definition(lab):
     assert run(nf.client, "get_agent", agent="filed")["result"]["instructions"] == FILED["instructions"]
     (base / "agents" / "filed.yaml").write_text(yaml.safe_dump({**FILED, "instructions": "You are FILED, version 2."}))
     restarted = ok(manage(nf, "restart", "filed"))
-    assert restarted["state"] == "running" and restarted["owner"] == "inventory"
+    assert restarted["state"] == "running"
+    assert restarted["owner"] == "inventory"
     assert run(nf.client, "get_agent", agent="filed")["result"]["instructions"] == "You are FILED, version 2."
 
 
@@ -124,11 +129,13 @@ def test_delete_removes_the_agent_its_profile_and_schedules(lab):
     run(nf.client, "schedule", agent="doomed", action="create", definition={"name": "n", "prompt": "p", "schedule": "every 1h"})
     home = run(nf.client, "get_status")["result"]["hermes_home"]
     deleted = ok(manage(nf, "delete", "doomed"))
-    assert deleted["state"] == "deleted" and any("1 schedule(s)" in step for step in deleted["done"])
+    assert deleted["state"] == "deleted"
+    assert any("1 schedule(s)" in step for step in deleted["done"])
     assert "doomed" not in agents_of(nf)
     assert not os.path.exists(f"{home}/profiles/doomed")
     gone = refused_invoke(nf, "doomed", "hi")
-    assert gone["failed"] and "agent 'doomed' not found" in gone["errors"][0]
+    assert gone["failed"]
+    assert "agent 'doomed' not found" in gone["errors"][0]
 
 
 @pytest.mark.parametrize(
@@ -149,7 +156,8 @@ def test_delete_removes_the_agent_its_profile_and_schedules(lab):
 def test_refusals_name_the_problem(lab, action, agent, kwargs, expected):
     nf, _ = lab
     res = manage(nf, action, agent, **kwargs)
-    assert res["failed"] and expected in res["errors"][0], res["errors"]
+    assert res["failed"], res["errors"]
+    assert expected in res["errors"][0], res["errors"]
     assert "fresh" not in agents_of(nf)
 
 
@@ -161,7 +169,9 @@ def test_stop_with_a_run_in_flight_refuses_unless_interrupt(lab):
     while not [r for r in run(nf.client, "get_status")["result"]["active_runs"] if r["agent"] == "busy"] and time.time() < deadline:
         time.sleep(0.2)
     refused = manage(nf, "stop", "busy")
-    assert refused["failed"] and "agent 'busy' has runs in flight" in refused["errors"][0] and "interrupt=true" in refused["errors"][0]
+    assert refused["failed"]
+    assert "agent 'busy' has runs in flight" in refused["errors"][0]
+    assert "interrupt=true" in refused["errors"][0]
     stopped = ok(manage(nf, "stop", "busy", interrupt=True))
     assert any(step.startswith("interrupted runs") for step in stopped["done"])
     assert future.result(timeout=30)[WORKER]["result"]["stop_reason"] == "interrupted"
@@ -182,7 +192,8 @@ def test_lifecycle_actions_never_touch_a_neighbours_run(lab):
     ok(manage(nf, "restart", "neighbour-b"))
     ok(manage(nf, "delete", "neighbour-b"))
     neighbour.join(60)
-    assert outcome["res"]["stop_reason"] == "completed" and outcome["res"]["response"] == "SLEPT 8"
+    assert outcome["res"]["stop_reason"] == "completed"
+    assert outcome["res"]["response"] == "SLEPT 8"
 
 
 def test_runtime_and_native_agents_are_served_after_a_restart(model, tmp_path):
@@ -205,5 +216,6 @@ def test_runtime_and_native_agents_are_served_after_a_restart(model, tmp_path):
         assert invoke(nf, "lasting", "still here")["response"] == "ECHO: still here"
         assert invoke(nf, "handmade", "hello hand")["response"] == "ECHO: hello hand"
     served = yaml.safe_load((native / "config.yaml").read_text())
-    assert served["model"]["default"] == "beta-model" and served["platform_toolsets"] == {"norfab": []}
+    assert served["model"]["default"] == "beta-model"
+    assert served["platform_toolsets"] == {"norfab": []}
     assert (native / "SOUL.md").read_text() == "You are HANDMADE.\n"

@@ -28,7 +28,8 @@ def test_sessions_lists_only_the_agents_own_sessions_newest_first(nf):
     latest = sessions[0]
     assert latest["message_count"] >= 4
     assert latest["preview"].startswith("first alpha session")
-    assert latest["started"] and latest["last_active"] >= latest["started"]
+    assert latest["started"]
+    assert latest["last_active"] >= latest["started"]
 
     beta_ids = [s["session_id"] for s in run(nf.client, "get_sessions", agent="beta")["result"]]
     assert not set(beta_ids) & set(ids)
@@ -42,7 +43,8 @@ def test_session_shows_messages_with_tool_calls(nf):
     roles = [m["role"] for m in session["messages"]]
     assert roles == ["user", "assistant", "tool", "assistant"]
     call = session["messages"][1]["tool_calls"][0]
-    assert call["name"] == "clarify" and "Which device?" in call["arguments"]
+    assert call["name"] == "clarify"
+    assert "Which device?" in call["arguments"]
     assert session["messages"][2]["tool_name"] == "clarify"
     assert session["messages"][3]["content"].startswith("FINAL: clarify:")
     assert all(m["timestamp"] for m in session["messages"])
@@ -63,4 +65,5 @@ def test_a_session_cannot_be_read_or_continued_through_another_agent(nf):
         run(nf.client, "get_session", agent="beta", session_id=alpha),
         run(nf.client, "invoke", agent="beta", instructions="hi", session_id=alpha),
     ):
-        assert res["failed"] and f"session '{alpha}' not found for agent 'beta'" in res["errors"][0]
+        assert res["failed"]
+        assert f"session '{alpha}' not found for agent 'beta'" in res["errors"][0]
