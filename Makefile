@@ -8,7 +8,7 @@ endif
 export UV_COMPILE_BYTECODE := 1
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: env test test-unit test-hard lint demo shell docs bench clean install-check
+.PHONY: env test test-unit test-hard lint demo shell docs bench eval clean install-check
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -39,13 +39,17 @@ install-check: | $(UV)
 	$(PYTHON) .ci/install_check.py --uv $(UV) --python $(PYTHON)
 
 clean:
-	rm -rf .venv .tools site benchmarks/results
+	rm -rf .venv .tools site benchmarks/results eval/results
 
 bench: env
 	$(RUN) python benchmarks/run.py
 
 docs: env
 	NO_MKDOCS_2_WARNING=1 $(RUN) mkdocs build --strict
+
+# the operator jobs on the lab, scored (docs/evaluation.md); EVAL_ARGS="--repeats 3 ..."
+eval: env
+	$(RUN) python -m norfab_hermes.eval $(EVAL_ARGS)
 
 demo: env
 	$(RUN) python examples/lab/demo.py

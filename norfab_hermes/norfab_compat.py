@@ -2,13 +2,15 @@
 The one place that touches NorFab internals (names NorFab 0.25 does not
 document as its API), covered by ``tests/test_norfab_compat.py``.
 
-Client and worker side both use it, so it imports nothing of this package
+Client and worker side both use it, so it imports only the pure ``errors``,
 and NorFab's worker module only inside the functions that need it
 (importing it sets SIGINT to ignored, which would break Ctrl+C in nfcli).
 """
 
 import logging
 from typing import Any, Dict, List
+
+from .errors import UNKNOWN_TASK, failure
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +38,7 @@ def answer_unknown_tasks(service: str) -> None:
             message = f"task '{name}' is not a task of service '{service}' (its tasks: {known})"
 
             def unknown(*args: Any, **kwargs: Any) -> Result:
-                return Result(failed=True, errors=[message], messages=[message])
+                return Result(**failure(message, UNKNOWN_TASK))
 
             return {"function": unknown}
 

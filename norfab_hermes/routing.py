@@ -47,6 +47,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+from .errors import NOT_HERE, error_code
 from .models import AgentSummary, WorkerStatus
 from .norfab_compat import client_jobs
 
@@ -59,12 +60,9 @@ COMMAND_JOB_TIMEOUT = 90  # the worker gives a native command 60 s
 SESSION_HISTORY = 200  # newest invoke jobs of this client searched for a session's last worker
 
 Selector = Union[None, str, List[str]]
-UNKNOWN_HERE = "is not known on worker"  # how a worker says a run or approval id is not its own
-
-
 def _unknown_here(res: Optional[dict]) -> bool:
-    """No answer, or an answer that the id belongs to some other worker."""
-    return res is None or (bool(res.get("failed")) and any(UNKNOWN_HERE in str(e) for e in res.get("errors") or []))
+    """No answer, or an answer that the id belongs to some other worker (its error code)."""
+    return res is None or error_code(res) in NOT_HERE
 
 
 class RoutingError(Exception):

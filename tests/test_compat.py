@@ -19,8 +19,8 @@ def in_fresh_hermes(tmp_path, code: str) -> str:
         import os, sys
         os.environ["HERMES_HOME"] = {str(tmp_path)!r}
         sys.stdout = sys.stderr  # Hermes may print; keep stdout for the answer
-        from norfab_hermes.worker.hermes import compat
-        compat.import_hermes()
+        from norfab_hermes.worker.hermes import compat, metering, patches
+        patches.import_hermes()
         out = []
         """
     ) + textwrap.dedent(code) + "\nprint('\\n'.join(map(str, out)), file=sys.__stdout__)\n"
@@ -133,7 +133,7 @@ def test_a_provider_key_reaches_the_secret_scope_from_memory(tmp_path):
         """
         from pathlib import Path
         import agent.secret_scope as s
-        compat.serve_profile_secrets(lambda home: {"NF_KEY": "from-memory"})
+        patches.serve_profile_secrets(lambda home: {"NF_KEY": "from-memory"})
         out.append(s.build_profile_secret_scope(Path(os.environ["HERMES_HOME"]))["NF_KEY"])
         """,
     )
@@ -243,14 +243,14 @@ def test_a_model_request_is_metered_in_its_turns_context_and_refused_outside(tmp
         import agent.chat_completion_helpers as h
         from gateway.session_context import set_session_vars
         seen = []
-        compat.meter_model_requests(lambda key: seen.append(key) or (None if key else "no run"))
+        metering.meter_model_requests(lambda key: seen.append(key) or (None if key else "no run"))
         set_session_vars(session_key="agent:norfab:dm:chat-1")
 
         def post():
             try:
                 httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(200))).post("http://model/v1/chat/completions")
                 seen.append("sent")
-            except compat.ModelRequestRefused as error:
+            except metering.ModelRequestRefused as error:
                 seen.append(f"refused: {error}")
 
         thread = h.threading.Thread(target=post)  # as Hermes sends a request: its own thread

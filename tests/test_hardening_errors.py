@@ -63,6 +63,26 @@ def test_finding_10_an_unknown_task_is_named_in_one_line(nf):
 
 
 @pytest.mark.parametrize(
+    "task, kwargs, code",
+    [
+        ("invok", {"agent": "alpha"}, "unknown_task"),
+        ("invoke", {"agent": "alpha", "bogus": 1}, "invalid_request"),
+        ("invoke", {"agent": "nobody", "instructions": "hi"}, "agent_unavailable"),
+        ("get_session", {"agent": "alpha", "session_id": "nope"}, "unknown_session"),
+        ("get_run", {"agent": "alpha", "run_id": "nope"}, "unknown_run"),
+        ("approve", {"approval_id": "nope"}, "unknown_approval"),
+        ("schedule", {"agent": "alpha", "action": "pause", "schedule_id": "nope"}, "unknown_schedule"),
+    ],
+)
+def test_a_failed_result_carries_a_machine_readable_code(nf, task, kwargs, code):
+    from norfab_hermes.errors import error_code
+
+    res = run(nf.client, task, **kwargs)
+    assert res["failed"], res
+    assert error_code(res) == code, res
+
+
+@pytest.mark.parametrize(
     "task, kwargs",
     [
         ("invoke", {"instructions": "hi"}),

@@ -1,8 +1,8 @@
 """
 The shape that keeps the package livable: each room imports only the rooms
 its rule allows (ROOMS), the client side never loads the worker or Hermes,
-only the Hermes room imports Hermes, and no module of the package imports
-another in a circle.
+only the Hermes room imports Hermes, the eval harness is client side, and no
+module of the package imports another in a circle.
 """
 
 import ast
@@ -15,6 +15,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "norfab_hermes"
 HERMES_ROOM = PACKAGE / "worker" / "hermes"
+EVAL_ROOM = PACKAGE / "eval"
 HERMES_PACKAGES = set(distribution("hermes-agent").read_text("top_level.txt").split())
 
 
@@ -50,12 +51,12 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # | room                 | may import                                                         |
 # |----------------------|--------------------------------------------------------------------|
 # | errors, safety       | nothing of the package                                             |
-# | norfab_compat        | nothing of the package                                             |
+# | norfab_compat        | errors                                                             |
 # | models               | errors, safety                                                     |
 # | testing              | models, errors, safety                                             |
 # | client side: routing,| the pure rooms (models, errors, safety, norfab_compat) and the     |
 # |   nfcli_shell, nfcli,|   client side; never the worker, never Hermes                      |
-# |   eval               |                                                                    |
+# |   eval               |   (eval also testing: it runs the shipped lab and scripted model)  |
 # | worker/files.py      | nothing of the package                                             |
 # | worker/hermes/       | the pure rooms, worker/files.py                                    |
 # | worker/tools/        | the pure rooms, files, hermes                                      |
@@ -77,10 +78,11 @@ BELOW_HOST = {"files", "hermes", "tools", "agents", "sessions", "runs", "schedul
 ROOMS = {
     "errors": set(),
     "safety": set(),
-    "norfab_compat": set(),
+    "norfab_compat": {"errors"},
     "models": {"errors", "safety"},
     "testing": {"models", "errors", "safety"},
     **{room: PURE | CLIENT for room in CLIENT},
+    "eval": PURE | CLIENT | {"testing"},
     "files": set(),
     "hermes": PURE | {"files"},
     "tools": PURE | {"files", "hermes"},
@@ -166,11 +168,22 @@ def test_the_package_has_no_import_cycle():
     assert not cycles, cycles
 
 
+def test_the_eval_room_imports_neither_the_worker_nor_hermes():
+    # the harness drives agents through the public tasks, as any client does
+    offenders = {
+        name: sorted(m for m in imports(path) if m.startswith("norfab_hermes.worker") or m.split(".")[0] in HERMES_PACKAGES)
+        for name, path in MODULES.items()
+        if EVAL_ROOM in path.parents
+    }
+    assert set(offenders) >= {"norfab_hermes.eval.cli", "norfab_hermes.eval.runner"}
+    assert not {name: found for name, found in offenders.items() if found}
+
+
 def test_the_client_side_never_loads_the_worker_or_hermes():
     """Importing the shell, routing and models in a fresh interpreter loads no worker module and no Hermes."""
     # NorFab's task registry is process-global: worker modules in a client process leak tasks into workers
     code = (
-        "import sys, norfab_hermes.nfcli_shell, norfab_hermes.routing, norfab_hermes.models; "
+        "import sys, norfab_hermes.nfcli_shell, norfab_hermes.routing, norfab_hermes.models, norfab_hermes.eval.cli; "
         f"bad = [m for m in sys.modules if m.split('.')[0] in {sorted(HERMES_PACKAGES)!r} "
         "or m.startswith('norfab_hermes.worker')]; "
         "print(bad); sys.exit(1 if bad else 0)"

@@ -1,5 +1,6 @@
 """
-The lab investigation, end to end: NorFab with three FakeNOS routers, a
+The lab investigation, end to end: NorFab with FakeNOS routers (r1-r3 for
+the demo; the rest are the operator jobs' network of `make eval`), a
 nornir worker and two hermes workers - hermes-worker-1 next to the broker,
 hermes-worker-2 started as a process of its own from core/inventory.yaml, as
 on another host - two questions, the second answered with the help of the

@@ -7,12 +7,15 @@ Starts the scripted model on 127.0.0.1:8400 (the lab's default model
 address) unless NORFAB_HERMES_BASE_URL points at a real provider, then opens
 NorFab's interactive shell on examples/lab/inventory.yaml. Once the broker is
 up, the core worker (hermes-worker-2) starts as a process of its own from
-core/inventory.yaml, as on another host. Try:
+core/inventory.yaml, as on another host. The scripted model follows the demo
+(scenarios/demo.yaml) and the operator jobs' playbooks (eval/playbooks). Try:
 
     nf# hermes agents
     nf# hermes invoke interfaces "Check interfaces on r1"
     nf# hermes invoke interfaces "Users behind r3 say r1's loopback 10.0.0.1 is slow"
     nf# hermes chat routing
+    nf# hermes invoke service "Customer A cannot reach their application. Find where it breaks."
+    nf# hermes invoke change "Can we take core1 out of service tonight for its software upgrade?"
 """
 
 import os
@@ -53,7 +56,8 @@ def start_core_worker(processes: list) -> None:
 if __name__ == "__main__":
     model = None
     if not os.environ.get("NORFAB_HERMES_BASE_URL"):
-        scenario = Scenario.from_file(str(LAB / "scenarios" / "demo.yaml"))
+        playbooks = sorted((LAB / "eval" / "playbooks").glob("*.yaml"))
+        scenario = Scenario.from_files([str(LAB / "scenarios" / "demo.yaml"), *map(str, playbooks)])
         model = ScriptedModelServer(ScriptedModel(scenario=scenario), port=8400)
         model.start()
     core: list = []

@@ -29,7 +29,10 @@ Step ``n`` runs after ``n`` tool rounds of the current turn. A step is either
 - ``ok(tool, n=-1)`` / ``error(tool, n=-1)``: a NorFab tool result's ``ok``
   flag and ``error`` text;
 - ``answer(tool, n=-1)``: what the agent asked through a delegate answered;
-- ``called(tool)``: whether ``tool`` ran in this turn.
+- ``called(tool)``: whether ``tool`` ran in this turn;
+- ``search(text, regex)``: the first match of ``regex`` in ``text`` (its
+  first group if it has one), "" if none; ``find(tool, regex)``: the same
+  over every result of ``tool``.
 
 A template that fails (e.g. no line matched where one was indexed) makes the
 model answer with the error, so a broken scenario is visible, not silent.
@@ -41,10 +44,13 @@ call what an agent was not granted.
 
 import json
 import re
+import warnings
 from typing import Any, Dict, Iterator, List, Optional
 
 import jinja2
 import yaml
+
+from ..safety.guards import strings_in
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
@@ -82,12 +88,37 @@ class Scenario:
             if "match" not in rule or not rule.get("steps"):
                 raise ValueError(f"scenario rule {index} needs 'match' and 'steps'")
             self.rules.append({"match": re.compile(rule["match"], re.S), "steps": rule["steps"]})
+        self._templates: Dict[str, jinja2.Template] = {}
+        for _, text in strings_in([rule["steps"] for rule in rules]):
+            try:
+                self._template(text)
+            except jinja2.TemplateError:
+                pass  # reported by the step that uses it, as its reply
+
+    def _template(self, source: str) -> jinja2.Template:
+        """The compiled template; compiled once, while the scenario loads.
+
+        Jinja decodes string literals with Python's unicode-escape, which warns
+        about the regex escapes playbooks are full of (``'\\s+'``) and keeps them.
+        """
+        if source not in self._templates:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._templates[source] = _ENV.from_string(source)
+        return self._templates[source]
 
     @classmethod
     def from_file(cls, path: str) -> "Scenario":
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
-        return cls(data.get("rules"))
+        return cls.from_files([path])
+
+    @classmethod
+    def from_files(cls, paths: List[str]) -> "Scenario":
+        """One scenario of the rules of several files, in order."""
+        rules: List[dict] = []
+        for path in paths:
+            with open(path, encoding="utf-8") as f:
+                rules += (yaml.safe_load(f) or {}).get("rules") or []
+        return cls(rules)
 
     def next_step(self, user_text: str, results: List[dict], tools: set) -> Optional[Dict[str, Any]]:
         """The reply for this point of the turn, or None when no rule applies."""
@@ -103,7 +134,7 @@ class Scenario:
                 continue
             try:
                 if "say" in step:
-                    return {"content": _ENV.from_string(step["say"]).render(**context).strip()}
+                    return {"content": self._template(step["say"]).render(**context).strip()}
                 return {
                     "tool_calls": [
                         {"name": call["call"], "arguments": json.dumps(self._render(call.get("args", {}), context))}
@@ -116,7 +147,7 @@ class Scenario:
 
     def _render(self, value: Any, context: dict) -> Any:
         if isinstance(value, str):
-            return _ENV.from_string(value).render(**context)
+            return self._template(value).render(**context)
         if isinstance(value, dict):
             return {k: self._render(v, context) for k, v in value.items()}
         if isinstance(value, list):
@@ -136,6 +167,14 @@ class Scenario:
             regex = re.compile(pattern)
             return [line.strip() for string in _strings(text) for line in string.splitlines() if regex.search(line)]
 
+        def search(text: Any, pattern: str) -> str:
+            regex = re.compile(pattern, re.M)
+            for string in _strings(text):
+                match = regex.search(string)
+                if match:
+                    return match.group(1 if regex.groups else 0)
+            return ""
+
         def field(tool: str, n: int, name: str) -> Any:
             try:
                 return json.loads(result(tool, n)).get(name)
@@ -151,4 +190,6 @@ class Scenario:
             "error": lambda tool, n=-1: field(tool, n, "error") or "",
             "answer": lambda tool, n=-1: field(tool, n, "response") or "",
             "called": lambda tool: bool(of(tool)),
+            "search": search,
+            "find": lambda tool, pattern: next((found for text in of(tool) if (found := search(text, pattern))), ""),
         }

@@ -32,7 +32,7 @@ from ..safety import host_access
 from .agents import profiles
 from .agents.catalog import AgentCatalog
 from .agents.lifecycle import Lifecycle
-from .hermes import compat, plugin, port
+from .hermes import compat, metering, patches, plugin, port
 from .hermes.runtime import HermesRuntime
 from .runs import turn
 from .runs.approvals import ApprovalInbox
@@ -122,9 +122,9 @@ class HermesHost:
     def start(self) -> None:
         """Prepare the instance root, import Hermes, render the agents' profiles, start the gateway."""
         self.runtime.prepare(profiles.root_config(self.catalog.max_turns_ceiling()))
-        compat.serve_profile_secrets(self.catalog.secrets_for)
-        compat.per_profile_iterations(self.catalog.iterations)
-        compat.meter_model_requests(self.admit_model_request)
+        patches.serve_profile_secrets(self.catalog.secrets_for)
+        patches.per_profile_iterations(self.catalog.iterations)
+        metering.meter_model_requests(self.admit_model_request)
         self.catalog.sync_profiles()
         self.tools.load(self.catalog.agents)
         plugin.install_tools(self.tools.specs)

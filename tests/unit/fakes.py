@@ -7,6 +7,8 @@ real ones shape their replies (``show_workers`` rows, NorFab Result dicts).
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from norfab_hermes.errors import UnknownApproval, UnknownRun, failure
+
 
 def ok(result: Any) -> Dict[str, Any]:
     return {"failed": False, "errors": [], "result": result, "status": "completed"}
@@ -16,9 +18,9 @@ def failed(message: str) -> Dict[str, Any]:
     return {"failed": True, "errors": [message], "result": None, "status": "failed"}
 
 
-def unknown_here(kind: str, ident: str, worker: str) -> Dict[str, Any]:
-    """How a hermes worker answers a run or approval id that is not its own."""
-    return failed(f"{kind} '{ident}' is not known on worker '{worker}'")
+def unknown_here(error: type, kind: str, ident: str, worker: str) -> Dict[str, Any]:
+    """How a hermes worker answers a run or approval id that is not its own: the error's code in the result."""
+    return failure(f"{kind} '{ident}' is not known on worker '{worker}'", error.code)
 
 
 @dataclass
@@ -94,9 +96,9 @@ class FakeClient:
         if task == "get_run":
             if kwargs["run_id"] in worker.runs:
                 return ok({"run_id": kwargs["run_id"], "state": "finished"})
-            return unknown_here("run", kwargs["run_id"], name)
+            return unknown_here(UnknownRun, "run", kwargs["run_id"], name)
         if task in ("approve", "deny"):
             if kwargs["approval_id"] in worker.approvals:
                 return ok({"approval_id": kwargs["approval_id"], "decision": task})
-            return unknown_here("approval", kwargs["approval_id"], name)
+            return unknown_here(UnknownApproval, "approval", kwargs["approval_id"], name)
         return ok({"task": task, "worker": name, **kwargs})

@@ -2,6 +2,7 @@
 
 import pytest
 
+from norfab_hermes.errors import InvalidRequest, UnknownApproval, failure
 from norfab_hermes.routing import (
     INVOKE_JOB_TIMEOUT,
     JOB_MARGIN,
@@ -12,7 +13,7 @@ from norfab_hermes.routing import (
     invoke_job_timeout,
 )
 
-from .fakes import FakeClient, FakeWorker
+from .fakes import FakeClient, FakeWorker, unknown_here
 
 LAB1, LAB2, CORE = "hermes-lab-1", "hermes-lab-2", "hermes-core-1"
 
@@ -236,6 +237,16 @@ def test_an_approval_is_decided_by_the_worker_that_knows_it():
     assert list(owners) == [LAB2]
     assert owners[LAB2]["result"] == {"approval_id": "a-1", "decision": "approve"}
     assert client.jobs[-1] == ("approve", [LAB1, LAB2], {"approval_id": "a-1", "note": "ok by me"})
+
+
+def test_a_refusal_with_another_code_is_that_workers_own_answer():
+    """Only 'not this worker's' codes mean keep looking: another failure is the owner's answer, returned as is."""
+    client = lab(**{LAB2: FakeWorker(agents=["bgp"])})
+    refusal = failure("approval 'a-1' was already decided", InvalidRequest.code)
+    client.answer = lambda name, task, kwargs: (
+        refusal if name == LAB2 else unknown_here(UnknownApproval, "approval", "a-1", name)
+    )
+    assert Router(client).decide("approve", "a-1") == {LAB2: refusal}
 
 
 def test_an_approval_nobody_knows_is_an_error():

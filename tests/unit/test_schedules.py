@@ -9,9 +9,10 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from norfab_hermes.models import InvokeResultData, ScheduleRun
+from norfab_hermes.worker.hermes import cron
 from norfab_hermes.worker.schedules import history as history_module
 from norfab_hermes.worker.schedules import ticker
-from norfab_hermes.worker.schedules.history import ScheduleHistory, enabled, iso, newest, parse_time
+from norfab_hermes.worker.schedules.history import ScheduleHistory, iso, newest, parse_time
 
 AGENT = "interfaces"
 
@@ -37,7 +38,18 @@ def test_unreadable_times_are_none(text):
 )
 def test_a_job_is_enabled_unless_disabled_or_paused(job, expected):
     """A job counts as enabled unless Hermes disabled or paused it."""
-    assert enabled(job) is expected
+    assert cron.job({"id": "j1", **job}).enabled is expected
+
+
+def test_a_hermes_job_becomes_a_typed_record():
+    """The seam reads a Hermes job dict into a CronJob: name, runs, repeat, origin and the fields that reach the host."""
+    raw = {"id": "j1", "prompt": "p", "repeat": {"times": 5, "completed": 2}, "origin": {"chat_id": "c-1"}}
+    scheduled = cron.job({**raw, "script": "x.sh", "schedule": {"display": "every 5m"}})
+    assert scheduled.name == "j1"
+    assert (scheduled.runs, scheduled.repeat_times) == (2, 5)
+    assert scheduled.origin_chat_id == "c-1"
+    assert scheduled.display == "every 5m"
+    assert scheduled.host_fields == ["script"]
 
 
 def test_newest_keeps_the_newest_runs_of_every_schedule_in_order():
@@ -99,9 +111,9 @@ class FakeCron:
         self.jobs = jobs or []
         self.listed = 0
 
-    def list_jobs(self, home: Path) -> List[Dict[str, Any]]:
+    def list_jobs(self, home: Path) -> List[cron.CronJob]:
         self.listed += 1
-        return self.jobs
+        return [cron.job(raw) for raw in self.jobs]
 
     def next_run(self, schedule: Dict[str, Any], after: str) -> str:
         return (parse_time(after) + timedelta(minutes=schedule["minutes"])).isoformat()
@@ -112,24 +124,18 @@ class FakeCron:
     def active_profile(self) -> str:
         return AGENT
 
-    def job_prompt(self, job: Dict[str, Any]) -> Optional[str]:
+    def job_prompt(self, scheduled: cron.CronJob) -> Optional[str]:
         return None
 
     def is_silent(self, text: str) -> bool:
         return text.strip() == "[SILENT]"
 
 
-def every_minute(due: datetime, **fields: Any) -> Dict[str, Any]:
+def every_minute(due: datetime, **fields: Any) -> cron.CronJob:
     """A Hermes job due at ``due`` that recurs every minute."""
     schedule = {"kind": "interval", "minutes": 1}
-    return {
-        "id": "j1",
-        "name": "r1-watch",
-        "prompt": "check r1",
-        "next_run_at": iso(due),
-        "schedule": schedule,
-        **fields,
-    }
+    raw = {"id": "j1", "name": "r1-watch", "prompt": "check r1", "next_run_at": iso(due), "schedule": schedule}
+    return cron.job({**raw, **fields})
 
 
 def answer(response: str = "all interfaces up", stop_reason: str = "completed") -> InvokeResultData:
@@ -215,7 +221,7 @@ def test_a_long_finding_is_cut_and_marked(schedules):
     assert run.truncated is True
 
 
-@pytest.mark.parametrize("field", ticker.REFUSED_JOB_FIELDS)
+@pytest.mark.parametrize("field", cron.HOST_FIELDS)
 def test_a_job_that_would_run_code_on_the_host_is_refused_without_a_run(schedules, field):
     """A job setting script, workdir or no_agent is recorded failed and no run starts."""
     ok, document, _, error = schedules._execute(every_minute(datetime.now(timezone.utc), **{field: "x"}))
@@ -268,8 +274,7 @@ def test_a_run_a_few_seconds_late_is_on_time(schedules):
 
 def test_a_one_off_job_never_records_missed_runs(schedules):
     """A one-off job run late has no slots to miss."""
-    job = {**every_minute(datetime.now(timezone.utc) - timedelta(hours=1)), "schedule": {"kind": "once"}}
-    schedules._execute(job)
+    schedules._execute(every_minute(datetime.now(timezone.utc) - timedelta(hours=1), schedule={"kind": "once"}))
     [run] = recorded(schedules)
     assert run.status == "ok"
     assert run.note is None

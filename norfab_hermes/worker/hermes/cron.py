@@ -10,6 +10,7 @@ are Hermes' own. Only the execution of a due job is the host's (see
 """
 
 import contextlib
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
@@ -18,6 +19,57 @@ from . import compat
 
 # what Hermes' run_job returns: success, output document, final response, error
 CronOutcome = Tuple[bool, str, str, Optional[str]]
+# job fields that would run code or shell commands, or skip the agent: never honoured
+HOST_FIELDS = ("script", "workdir", "no_agent")
+
+
+@dataclass(frozen=True)
+class CronJob:
+    """One schedule of a profile's Hermes cron store."""
+
+    id: str
+    name: str
+    prompt: str
+    schedule: Dict[str, Any]  # Hermes' parsed schedule, handed back to it as it is
+    display: str  # the schedule as Hermes shows it
+    state: Optional[str]
+    enabled: bool  # enabled and not paused
+    next_run_at: Optional[str]  # ISO times, Hermes' clock
+    last_run_at: Optional[str]
+    last_status: Optional[str]
+    repeat_times: Optional[int]
+    runs: int  # runs so far
+    origin_chat_id: Optional[str]  # the chat that created it, when a model did in chat
+    skills: List[str]
+    host_fields: List[str]  # HOST_FIELDS the job sets
+    raw: Dict[str, Any] = field(repr=False, compare=False)  # Hermes' own dict, for its prompt builder
+
+
+def job(raw: Dict[str, Any]) -> CronJob:
+    repeat = raw.get("repeat") or {}
+    schedule = raw.get("schedule") or {}
+    return CronJob(
+        id=raw["id"],
+        name=str(raw.get("name") or raw["id"]),
+        prompt=str(raw.get("prompt") or ""),
+        schedule=schedule,
+        display=str(raw.get("schedule_display") or schedule.get("display") or ""),
+        state=raw.get("state"),
+        enabled=bool(raw.get("enabled", True)) and raw.get("state") != "paused",
+        next_run_at=raw.get("next_run_at"),
+        last_run_at=raw.get("last_run_at"),
+        last_status=raw.get("last_status"),
+        repeat_times=repeat.get("times"),
+        runs=int(repeat.get("completed") or 0),
+        origin_chat_id=(raw.get("origin") or {}).get("chat_id"),
+        skills=list(raw.get("skills") or []),
+        host_fields=[f for f in HOST_FIELDS if raw.get(f)],
+        raw=raw,
+    )
+
+
+def _job(raw: Optional[Dict[str, Any]]) -> Optional[CronJob]:
+    return job(raw) if raw else None
 
 
 @contextlib.contextmanager
@@ -29,40 +81,40 @@ def store(home: Path) -> Iterator[Any]:
         yield jobs
 
 
-def create(home: Path, **fields: Any) -> Dict[str, Any]:
+def create(home: Path, **fields: Any) -> CronJob:
     with store(home) as jobs:
-        return jobs.create_job(**fields)
+        return job(jobs.create_job(**fields))
 
 
-def list_jobs(home: Path) -> List[Dict[str, Any]]:
+def list_jobs(home: Path) -> List[CronJob]:
     with store(home) as jobs:
-        return jobs.list_jobs(include_disabled=True)
+        return [job(raw) for raw in jobs.list_jobs(include_disabled=True)]
 
 
-def get(home: Path, ref: str) -> Optional[Dict[str, Any]]:
+def get(home: Path, ref: str) -> Optional[CronJob]:
     """The job with this id, or else this name."""
     with store(home) as jobs:
-        return jobs.resolve_job_ref(ref)
+        return _job(jobs.resolve_job_ref(ref))
 
 
-def update(home: Path, job_id: str, updates: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+def update(home: Path, job_id: str, updates: Dict[str, Any]) -> Optional[CronJob]:
     with store(home) as jobs:
-        return jobs.update_job(job_id, updates)
+        return _job(jobs.update_job(job_id, updates))
 
 
-def pause(home: Path, job_id: str, reason: str) -> Optional[Dict[str, Any]]:
+def pause(home: Path, job_id: str, reason: str) -> Optional[CronJob]:
     with store(home) as jobs:
-        return jobs.pause_job(job_id, reason)
+        return _job(jobs.pause_job(job_id, reason))
 
 
-def resume(home: Path, job_id: str) -> Optional[Dict[str, Any]]:
+def resume(home: Path, job_id: str) -> Optional[CronJob]:
     with store(home) as jobs:
-        return jobs.resume_job(job_id)
+        return _job(jobs.resume_job(job_id))
 
 
-def trigger(home: Path, job_id: str) -> Optional[Dict[str, Any]]:
+def trigger(home: Path, job_id: str) -> Optional[CronJob]:
     with store(home) as jobs:
-        return jobs.trigger_job(job_id)
+        return _job(jobs.trigger_job(job_id))
 
 
 def remove(home: Path, job_id: str) -> bool:
@@ -105,11 +157,11 @@ def tick(home: Path, adapters: Dict[Any, Any], loop: Any) -> int:
         return scheduler.tick(verbose=False, adapters=adapters, loop=loop, sync=False)
 
 
-def job_prompt(job: Dict[str, Any]) -> Optional[str]:
+def job_prompt(scheduled: CronJob) -> Optional[str]:
     """The prompt Hermes would send for the job: its cron guidance, skills and context jobs included."""
     from cron.scheduler import _build_job_prompt
 
-    return _build_job_prompt(job)
+    return _build_job_prompt(scheduled.raw)
 
 
 def is_silent(text: str) -> bool:
@@ -119,7 +171,7 @@ def is_silent(text: str) -> bool:
     return _is_cron_silence_response(text)
 
 
-def run_jobs_with(execute: Callable[[Dict[str, Any]], CronOutcome]) -> None:
+def run_jobs_with(execute: Callable[[CronJob], CronOutcome]) -> None:
     """Make ``execute(job)`` the way Hermes runs a due job.
 
     Hermes' cron builds an agent of its own for each run (``run_job``). The
@@ -129,8 +181,8 @@ def run_jobs_with(execute: Callable[[Dict[str, Any]], CronOutcome]) -> None:
     """
     from cron import scheduler
 
-    def run_job(job: Dict[str, Any], *, defer_agent_teardown: Optional[list] = None) -> CronOutcome:
-        return execute(job)
+    def run_job(raw: Dict[str, Any], *, defer_agent_teardown: Optional[list] = None) -> CronOutcome:
+        return execute(job(raw))
 
     scheduler.run_job = run_job
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Coroutine, Dict, Iterable, Optional
 
 from ..files import write_config, write_file
-from . import compat, log_split
+from . import compat, log_split, patches
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +73,11 @@ class HermesRuntime:
         # the shell, so they go to a file of the instance root
         self._stdout = sys.stdout
         sys.stdout = log_split.ScrubbingConsole(self.root / "logs" / "console.log", self.secrets)
-        compat.import_hermes()
+        patches.import_hermes()
         for name, value in environ.items():
             if os.environ.get(name) != value:
                 os.environ[name] = value
-        tls_problem = compat.check_ca_bundle_once()
+        tls_problem = patches.check_ca_bundle_once()
         if tls_problem:
             self.warnings.append(f"TLS CA bundle: {tls_problem}")
 

@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional
 from ...errors import AgentUnavailable, InvalidRequest
 from ...models import AgentDefinition, HermesInventory, InvokeResultData, Lineage, RunStateData, StopReason
 from ..agents.catalog import AgentCatalog
-from ..hermes import compat, plugin
+from ..hermes import compat, metering, plugin
 from ..hermes.runtime import HermesRuntime
 from ..sessions.store import Sessions
 from ..tools.delegation import Delegator
@@ -201,7 +201,7 @@ class RunPipeline:
             )
             return result
         finally:
-            compat.forget_model_requests(run.session_key)
+            metering.forget_model_requests(run.session_key)
             self.runs.finish(run, result)
 
 

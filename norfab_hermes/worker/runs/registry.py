@@ -15,7 +15,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
-from ...errors import Busy, UnknownRun
+from ...errors import RUN_FINISHED, Busy, UnknownRun
 from ...models import ActiveRun, InterruptResultData, InvokeResultData, StopReason
 from ..files import write_file
 from .run import Run
@@ -190,7 +190,7 @@ class RunRegistry:
             raise UnknownRun(f"run '{run_id}' is not running on worker '{self.worker_name}'")
         run = self.get(agent, run_id)
         if run.finished is not None:
-            raise UnknownRun(f"run '{run_id}' on worker '{self.worker_name}' already finished: {run.stop_reason}")
+            raise UnknownRun(f"run '{run_id}' on worker '{self.worker_name}' already finished: {run.stop_reason}", RUN_FINISHED)
         run.stop(StopReason.interrupted.value, "interrupted by the operator")
         return InterruptResultData(run_id=run_id, agent=agent, worker=self.worker_name, interrupted=True)
 

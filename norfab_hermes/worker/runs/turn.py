@@ -11,11 +11,12 @@ worker's shutdown are all enforced here, by interrupting the running agent.
 import concurrent.futures
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, List, Optional
 
 from ...models import InvokeResultData, RunUsage, StopReason
 from ...safety.redact import scrub
-from ..hermes import compat
+from ..hermes import compat, metering
+from ..hermes.compat import TurnResult
 from ..hermes.runtime import HermesRuntime
 from .run import Run
 
@@ -61,7 +62,7 @@ def wait(runtime: HermesRuntime, run: Run, text: str, stopping: threading.Event)
                 run.event(f"run {run.run_id} stopping: {run.stop_message}", severity="WARNING")
         if time.time() - (interrupted_at or run.budget.deadline) > GRACE:
             future.cancel()
-            compat.abort_model_requests(run.session_key)
+            metering.abort_model_requests(run.session_key)
             run.warnings.append(f"turn did not stop within {GRACE:.0f}s of '{run.stop_message}'; abandoned")
             return None
 
@@ -70,18 +71,16 @@ def envelope(
     runtime: HermesRuntime, run: Run, turn: Optional[Any], worker: str, secrets: List[str]
 ) -> InvokeResultData:
     """The run's result: reply, ids, stop reason, tool calls, usage and warnings."""
-    raw = compat.take_turn_result(runtime.runner, run.session_key)
-    run.stop(stop_reason(raw, run.max_turns), "")
-    if raw.get("error") or run.provider_errors:
+    result = compat.take_turn_result(runtime.runner, run.session_key)
+    run.stop(stop_reason(result, run.max_turns), "")
+    if result.error or run.provider_errors:
         # the gateway keeps provider details out of the reply; the operator needs them
-        run.warnings.append(provider_warning(run, raw, secrets))
-    session_id = raw.get("session_id") or compat.chat_session(runtime.runner, run.session_key)
+        run.warnings.append(provider_warning(run, result, secrets))
+    session_id = result.session_id or compat.chat_session(runtime.runner, run.session_key)
     sent = turn.reply if turn is not None else ""
     # the agent's own final text, except on a failed run: its final text is the provider's raw
     # error, and what the gateway sent the chat is a note without it (the warning has the details)
-    response = (sent if raw.get("error") else raw.get("final_response") or sent) or ""
-    cost = raw.get("estimated_cost_usd") if raw.get("cost_status") not in (None, "unknown") else None
-    inputs, outputs = raw.get("input_tokens") or 0, raw.get("output_tokens") or 0
+    response = (sent if result.error else result.final_response or sent) or ""
     return InvokeResultData(
         response=response,
         run_id=run.run_id,
@@ -92,10 +91,10 @@ def envelope(
         tool_calls=run.tool_calls,
         usage=RunUsage(
             api_calls=run.api_calls,  # every request the provider got for the run, as metered
-            input_tokens=inputs,
-            output_tokens=outputs,
-            total_tokens=raw.get("total_tokens") or inputs + outputs,
-            cost_usd=cost,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            total_tokens=result.total_tokens,
+            cost_usd=result.cost_usd,
         ),
         warnings=run.warnings,
         approvals=run.approvals,
@@ -103,30 +102,30 @@ def envelope(
     )
 
 
-def stop_reason(raw: Dict[str, Any], max_turns: int) -> str:
+def stop_reason(result: TurnResult, max_turns: int) -> str:
     """Map a Hermes turn result onto the closed set of stop reasons."""
-    if raw.get("interrupted"):
+    if result.interrupted:
         return StopReason.interrupted.value
-    if raw.get("error"):  # Hermes returns early with the API error after its retries
+    if result.error:  # Hermes returns early with the API error after its retries
         return StopReason.provider_error.value
-    if raw.get("completed") is False and (raw.get("api_calls") or 0) >= max_turns - 1:
+    if result.completed is False and result.api_calls >= max_turns - 1:
         # the gateway's result has no exit reason: an incomplete turn that used its
         # whole tool loop (max_turns less the summary call) ran out of model calls
         return StopReason.max_turns.value
-    if raw.get("failed") or not raw or raw.get("completed") is False:
+    if result.failed or not result.reported or result.completed is False:
         return StopReason.failed.value
     return StopReason.completed.value
 
 
-def provider_warning(run: Run, raw: Dict[str, Any], secrets: List[str]) -> str:
+def provider_warning(run: Run, result: TurnResult, secrets: List[str]) -> str:
     """What the provider answered and how often Hermes retried, secrets masked."""
     failures = run.provider_errors
     if not failures:
-        return f"model provider error: {scrub(str(raw['error']), secrets)}"
+        return f"model provider error: {scrub(str(result.error), secrets)}"
     last = failures[-1]
     status = f"HTTP {last['status_code']}" if last.get("status_code") else "no HTTP status"
     retries = len(failures) - 1
-    outcome = "the run stopped" if raw.get("error") else "a later attempt succeeded"
+    outcome = "the run stopped" if result.error else "a later attempt succeeded"
     return scrub(
         f"model provider error: {status} ({last.get('reason') or 'unknown'}): {last.get('message')}; "
         f"{len(failures)} failed request(s), {retries} retr{'y' if retries == 1 else 'ies'}; {outcome}",

@@ -11,7 +11,7 @@ from ...errors import InvalidRequest, UnknownSchedule
 from ...models import ScheduleDefinition, ScheduleInfo, ScheduleResultData, ScheduleRun
 from ..hermes import compat, cron
 from ..hermes.runtime import HermesRuntime
-from .history import ScheduleHistory, enabled, iso, parse_time
+from .history import ScheduleHistory, iso, parse_time
 
 
 class ScheduleActions:
@@ -67,46 +67,42 @@ class ScheduleActions:
         if action == "create":
             job = cron.create(home, **self._new_job(agent, definition))
             self.wake()
-            return answer(
-                f"schedule '{job['name']}' created, next run {iso(parse_time(job.get('next_run_at')))}", [job]
-            )
+            return answer(f"schedule '{job.name}' created, next run {iso(parse_time(job.next_run_at))}", [job])
         job = self.find(agent, ref, action)
         if action == "history":
-            runs = self.history.runs(agent, job["id"], limit)
-            return answer(f"{len(runs)} run(s) of schedule '{job['name']}'", [job], runs)
+            runs = self.history.runs(agent, job.id, limit)
+            return answer(f"{len(runs)} run(s) of schedule '{job.name}'", [job], runs)
         if action == "update":
             updates = self._updates(agent, job, definition)
             try:
-                job = cron.update(home, job["id"], updates)
+                job = cron.update(home, job.id, updates)
             except ValueError as error:
                 raise InvalidRequest(f"definition.schedule: {error}") from None
             self.wake()
-            return answer(f"schedule '{job['name']}' updated: {', '.join(sorted(updates))}", [job])
+            return answer(f"schedule '{job.name}' updated: {', '.join(sorted(updates))}", [job])
         if action == "pause":
-            job = cron.pause(home, job["id"], "paused through NorFab")
-            return answer(f"schedule '{job['name']}' paused; a run in flight goes on", [job])
+            job = cron.pause(home, job.id, "paused through NorFab")
+            return answer(f"schedule '{job.name}' paused; a run in flight goes on", [job])
         if action == "resume":
             try:
-                job = cron.resume(home, job["id"])
+                job = cron.resume(home, job.id)
             except ValueError as error:
                 raise InvalidRequest(f"schedule_id: {error}") from None
             self.wake()
-            return answer(
-                f"schedule '{job['name']}' resumed, next run {iso(parse_time(job.get('next_run_at')))}", [job]
-            )
+            return answer(f"schedule '{job.name}' resumed, next run {iso(parse_time(job.next_run_at))}", [job])
         if action == "run":
-            if not enabled(job):
-                raise InvalidRequest(f"schedule_id: schedule '{job['name']}' is paused; resume it to run it")
-            job = cron.trigger(home, job["id"])
+            if not job.enabled:
+                raise InvalidRequest(f"schedule_id: schedule '{job.name}' is paused; resume it to run it")
+            job = cron.trigger(home, job.id)
             self.wake()
-            return answer(f"schedule '{job['name']}' runs now; its result will be in its history", [job])
+            return answer(f"schedule '{job.name}' runs now; its result will be in its history", [job])
         if action == "remove":
-            cron.remove(home, job["id"])
-            self.history.forget(agent, job["id"])
-            return answer(f"schedule '{job['name']}' removed with its history")
+            cron.remove(home, job.id)
+            self.history.forget(agent, job.id)
+            return answer(f"schedule '{job.name}' removed with its history")
         raise InvalidRequest(f"action: '{action}' is not a schedule action")
 
-    def find(self, agent: str, ref: Optional[str], action: str) -> Dict[str, Any]:
+    def find(self, agent: str, ref: Optional[str], action: str) -> cron.CronJob:
         if not ref:
             raise InvalidRequest(f"schedule_id: '{action}' needs the schedule's id or name (see action 'list')")
         try:
@@ -138,25 +134,23 @@ class ScheduleActions:
             "deliver": "local",  # findings go to the history; there is no chat to deliver to
         }
 
-    def _updates(self, agent: str, job: Dict[str, Any], definition: Optional[ScheduleDefinition]) -> Dict[str, Any]:
+    def _updates(self, agent: str, job: cron.CronJob, definition: Optional[ScheduleDefinition]) -> Dict[str, Any]:
         updates = {k: v for k, v in (definition.model_dump(exclude_none=True) if definition else {}).items()}
         if not updates:
             raise InvalidRequest(
                 "definition: give the fields to change, e.g. {prompt: '...'} or {schedule: 'every 10m'}"
             )
         if "name" in updates:
-            self._unique_name(agent, updates["name"], job["id"])
+            self._unique_name(agent, updates["name"], job.id)
         if "schedule" in updates:
             self._checked_schedule(updates["schedule"])
         if "repeat" in updates:
-            updates["repeat"] = {"times": updates["repeat"], "completed": (job.get("repeat") or {}).get("completed", 0)}
+            updates["repeat"] = {"times": updates["repeat"], "completed": job.runs}
         return updates
 
     def _unique_name(self, agent: str, name: str, own_id: Optional[str] = None) -> None:
         # Hermes finds a schedule by its name regardless of case
-        if any(
-            str(j.get("name")).lower() == name.lower() and j["id"] != own_id for j in cron.list_jobs(self.home(agent))
-        ):
+        if any(j.name.lower() == name.lower() and j.id != own_id for j in cron.list_jobs(self.home(agent))):
             raise InvalidRequest(f"definition.name: agent '{agent}' already has a schedule named '{name}'")
 
     @staticmethod
@@ -172,30 +166,27 @@ class ScheduleActions:
             raise InvalidRequest(f"definition.schedule: {text} is in the past; give a future time or 'every ...'")
         return schedule
 
-    def info(self, agent: str, job: Dict[str, Any]) -> ScheduleInfo:
-        origin = job.get("origin") or {}
+    def info(self, agent: str, job: cron.CronJob) -> ScheduleInfo:
         session = None
-        if origin.get("chat_id"):
-            session = compat.chat_session(self.runtime.runner, compat.session_key(origin["chat_id"], agent))
-        repeat = job.get("repeat") or {}
-        state = job.get("state") or ("scheduled" if enabled(job) else "paused")
+        if job.origin_chat_id:
+            session = compat.chat_session(self.runtime.runner, compat.session_key(job.origin_chat_id, agent))
+        state = job.state or ("scheduled" if job.enabled else "paused")
         if state == "scheduled" and self.stopped(agent):
             state = "paused-by-stop"  # the agent is stopped: its schedules wait for it
+        origin = f"session {session}" if session else (f"chat {job.origin_chat_id}" if job.origin_chat_id else "norfab")
         return ScheduleInfo(
-            schedule_id=job["id"],
-            name=str(job.get("name") or job["id"]),
+            schedule_id=job.id,
+            name=job.name,
             agent=agent,
             worker=self.worker_name,
-            prompt=str(job.get("prompt") or ""),
-            schedule=str(job.get("schedule_display") or (job.get("schedule") or {}).get("display") or ""),
+            prompt=job.prompt,
+            schedule=job.display,
             state=state,
-            next_run=iso(parse_time(job.get("next_run_at"))) if job.get("next_run_at") else None,
-            last_run=iso(parse_time(job.get("last_run_at"))) if job.get("last_run_at") else None,
-            last_status=job.get("last_status"),
-            runs=int(repeat.get("completed") or 0),
-            repeat=repeat.get("times"),
-            origin=f"session {session}"
-            if session
-            else ("chat " + origin["chat_id"] if origin.get("chat_id") else "norfab"),
-            skills=list(job.get("skills") or []),
+            next_run=iso(parse_time(job.next_run_at)) if job.next_run_at else None,
+            last_run=iso(parse_time(job.last_run_at)) if job.last_run_at else None,
+            last_status=job.last_status,
+            runs=job.runs,
+            repeat=job.repeat_times,
+            origin=origin,
+            skills=job.skills,
         )

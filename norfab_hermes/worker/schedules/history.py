@@ -32,10 +32,6 @@ def parse_time(text: Any) -> Optional[datetime]:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def enabled(job: Dict[str, Any]) -> bool:
-    return bool(job.get("enabled", True)) and job.get("state") != "paused"
-
-
 def newest(runs: List[ScheduleRun], kept: int) -> List[ScheduleRun]:
     """The newest ``kept`` runs of every schedule, in their order."""
     seen: Dict[str, int] = {}

@@ -21,7 +21,7 @@ import logging
 import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ...models import (
     AgentSchedules,
@@ -36,7 +36,7 @@ from ..agents.catalog import AgentCatalog
 from ..hermes import compat, cron
 from ..hermes.runtime import HermesRuntime
 from .actions import ScheduleActions
-from .history import ScheduleHistory, enabled, iso, parse_time
+from .history import ScheduleHistory, iso, parse_time
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,6 @@ LATE = 10 * TICK  # a run starting this late was held up (worker down or busy), 
 RESPONSE_CHARS = 2000  # of a finding kept in history; the session has all of it
 MISSED_SLOTS_COUNTED = 1000
 # job fields a scheduled run refuses (a chat-created job may set them): they run code on the worker host
-REFUSED_JOB_FIELDS = ("script", "workdir", "no_agent")
 STATUS_BY_STOP_REASON = {
     StopReason.completed.value: "ok",
     StopReason.interrupted.value: "interrupted",
@@ -138,42 +137,37 @@ class Schedules:
             return None
         cached = self._next_due.get(agent)
         if cached is None or cached[0] != mtime:
-            times = [parse_time(job.get("next_run_at")) for job in cron.list_jobs(self.home(agent)) if enabled(job)]
+            times = [parse_time(job.next_run_at) for job in cron.list_jobs(self.home(agent)) if job.enabled]
             cached = (mtime, min((t for t in times if t), default=None))
             self._next_due[agent] = cached
         return cached[1]
 
     # ------------------------------------------------------------- execution
 
-    def _execute(self, job: Dict[str, Any]) -> cron.CronOutcome:
+    def _execute(self, job: cron.CronJob) -> cron.CronOutcome:
         """Hermes' run_job for a due job: the agent runs it; the outcome goes to history and back to Hermes."""
         agent = cron.active_profile()
         started = datetime.now(timezone.utc)
-        due = parse_time(job.get("next_run_at"))
+        due = parse_time(job.next_run_at)
         late = self._record_missed(agent, job, due, started)
-        refused = [field for field in REFUSED_JOB_FIELDS if job.get(field)]
-        if refused:
-            error = (
-                f"schedule sets {', '.join(refused)}: hermes workers run agents only, never scripts on the worker host"
-            )
+        if job.host_fields:
+            error = f"schedule sets {', '.join(job.host_fields)}: hermes workers run agents only, never scripts on the worker host"
             self.history.record(
                 agent,
-                ScheduleRun(
-                    schedule_id=job["id"], status="failed", due=iso(due), started=iso(started), warnings=[error]
-                ),
+                ScheduleRun(schedule_id=job.id, status="failed", due=iso(due), started=iso(started), warnings=[error]),
             )
-            return False, f"# {job.get('name')} (REFUSED)\n\n{error}\n", "", error
+            return False, f"# {job.name} (REFUSED)\n\n{error}\n", "", error
         try:
-            result = self.run_scheduled(agent, cron.job_prompt(job) or job.get("prompt") or "", job["id"])
+            result = self.run_scheduled(agent, cron.job_prompt(job) or job.prompt, job.id)
         except Exception as error:  # the agent cannot run now (stopped, busy, shutting down)
             message = str(error)
             self.history.record(
                 agent,
                 ScheduleRun(
-                    schedule_id=job["id"], status="failed", due=iso(due), started=iso(started), warnings=[message]
+                    schedule_id=job.id, status="failed", due=iso(due), started=iso(started), warnings=[message]
                 ),
             )
-            return False, f"# {job.get('name')} (FAILED)\n\n{message}\n", "", message
+            return False, f"# {job.name} (FAILED)\n\n{message}\n", "", message
         status = STATUS_BY_STOP_REASON.get(result.stop_reason, "failed")
         if status == "ok" and not result.response.strip():
             status = "failed"
@@ -181,7 +175,7 @@ class Schedules:
         self.history.record(
             agent,
             ScheduleRun(
-                schedule_id=job["id"],
+                schedule_id=job.id,
                 status=status,
                 due=iso(due),
                 started=iso(started),
@@ -200,13 +194,11 @@ class Schedules:
         error = (
             None if status == "ok" else f"{result.stop_reason}: {'; '.join(result.warnings) or 'see the run history'}"
         )
-        document = (
-            f"# {job.get('name')}\n\n**Run:** {result.run_id}\n**Session:** {result.session_id}\n\n{result.response}\n"
-        )
+        document = f"# {job.name}\n\n**Run:** {result.run_id}\n**Session:** {result.session_id}\n\n{result.response}\n"
         return status == "ok", document, result.response if status == "ok" else "", error
 
     def _record_missed(
-        self, agent: str, job: Dict[str, Any], due: Optional[datetime], started: datetime
+        self, agent: str, job: cron.CronJob, due: Optional[datetime], started: datetime
     ) -> Optional[str]:
         """Record the slots Hermes skipped before this late run; the run's own note, if it is late.
 
@@ -214,7 +206,7 @@ class Schedules:
         re-anchors it on the run, so the slots that fell due in between never
         run: each late run leaves one ``missed`` record saying how many.
         """
-        schedule = job.get("schedule") or {}
+        schedule = job.schedule
         if due is None or schedule.get("kind") not in ("interval", "cron"):
             return None
         late = (started - due).total_seconds()
@@ -229,7 +221,7 @@ class Schedules:
             self.history.record(
                 agent,
                 ScheduleRun(
-                    schedule_id=job["id"],
+                    schedule_id=job.id,
                     status="missed",
                     due=iso(parse_time(skipped[0])),
                     note=f"{len(skipped)} run(s) due from {iso(parse_time(skipped[0]))} to {iso(parse_time(skipped[-1]))} "
@@ -255,12 +247,12 @@ class Schedules:
         now = datetime.now(timezone.utc)
         for name in [agent] if agent else self.catalog.available():
             jobs = cron.list_jobs(self.home(name)) if name in self.catalog.agents else []
-            due = [(parse_time(j.get("next_run_at")), j) for j in jobs if enabled(j)]
+            due = [(parse_time(j.next_run_at), j) for j in jobs if j.enabled]
             due = [(t, j) for t, j in due if t]
             agents[name] = AgentSchedules(
                 schedules=len(jobs),
                 next_due=iso(min((t for t, _ in due), default=None)),
-                overdue=[str(j.get("name") or j["id"]) for t, j in due if (now - t).total_seconds() > 5 * TICK],
+                overdue=[j.name for t, j in due if (now - t).total_seconds() > 5 * TICK],
             )
         return SchedulerStatus(
             ticking=bool(self._thread and self._thread.is_alive()), last_tick=iso(self.last_tick), agents=agents

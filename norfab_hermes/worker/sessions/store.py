@@ -7,14 +7,14 @@ a session belongs to the agent whose profile created it. A session is
 continued by pointing its NorFab chat at it again.
 """
 
-import json
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 from ...errors import UnknownSession
 from ...models import SessionDetails, SessionMessage, SessionSummary
 from ..hermes import compat
+from ..hermes.compat import MessageRow, SessionRow
 from ..hermes.runtime import HermesRuntime
 
 PAGE = 200  # state.db rows read at a time
@@ -29,12 +29,11 @@ class Sessions:
 
     def list(self, agent: str, limit: int) -> List[SessionSummary]:
         """The agent's sessions, newest activity first (all profiles share one state.db)."""
-        db = compat.session_db(self.runtime.runner)
         found: List[SessionSummary] = []
         offset = 0
         while len(found) < limit:
-            rows = db.list_sessions_rich(limit=PAGE, offset=offset, order_by_last_active=True, compact_rows=True)
-            found += [summary(r) for r in rows if (r.get("profile_name") or "default") == agent]
+            rows = compat.list_sessions(self.runtime.runner, offset, PAGE)
+            found += [summary(r) for r in rows if r.agent == agent]
             if len(rows) < PAGE:
                 break
             offset += PAGE
@@ -42,12 +41,7 @@ class Sessions:
 
     def get(self, agent: str, session_id: str, limit: int) -> SessionDetails:
         row = self.owned(agent, session_id)
-        # session_meta rows are Hermes bookkeeping, not conversation
-        messages = [
-            m
-            for m in compat.session_db(self.runtime.runner).get_messages(session_id)
-            if m.get("role") != "session_meta"
-        ]
+        messages = compat.session_messages(self.runtime.runner, session_id)
         return SessionDetails(
             **summary(row).model_dump(),
             agent=agent,
@@ -55,10 +49,10 @@ class Sessions:
             messages=[message(m) for m in messages[-limit:]],
         )
 
-    def owned(self, agent: str, session_id: str) -> Dict[str, Any]:
-        """The session row, if ``session_id`` is one of ``agent``'s sessions."""
-        row = compat.session_db(self.runtime.runner).get_session(session_id)
-        if not row or (row.get("profile_name") or "default") != agent:
+    def owned(self, agent: str, session_id: str) -> SessionRow:
+        """The session, if ``session_id`` is one of ``agent``'s sessions."""
+        row = compat.get_session(self.runtime.runner, session_id)
+        if row is None or row.agent != agent:
             raise UnknownSession(f"session '{session_id}' not found for agent '{agent}' on worker '{self.worker_name}'")
         return row
 
@@ -67,13 +61,13 @@ class Sessions:
         if not session_id:
             return "nf-" + uuid.uuid4().hex[:16]
         row = self.owned(agent, session_id)
-        if row.get("source") != compat.PLATFORM or not row.get("chat_id"):
+        if row.source != compat.PLATFORM or not row.chat_id:
             raise UnknownSession(
                 f"session '{session_id}' of agent '{agent}' was not started through NorFab and cannot be continued; "
                 "start a new session"
             )
-        compat.bind_chat(self.runtime.runner, compat.session_key(row["chat_id"], agent), session_id)
-        return row["chat_id"]
+        compat.bind_chat(self.runtime.runner, compat.session_key(row.chat_id, agent), session_id)
+        return row.chat_id
 
     def current(self, agent: str, chat_id: str) -> Optional[str]:
         """The session the agent's chat is on now."""
@@ -84,29 +78,23 @@ def _iso(timestamp: Any) -> Optional[str]:
     return datetime.fromtimestamp(float(timestamp), timezone.utc).isoformat() if timestamp else None
 
 
-def summary(row: Dict[str, Any]) -> SessionSummary:
+def summary(row: SessionRow) -> SessionSummary:
     return SessionSummary(
-        session_id=row["id"],
-        title=row.get("title"),
-        source=row.get("source"),
-        started=_iso(row.get("started_at")),
-        last_active=_iso(row.get("last_active") or row.get("ended_at") or row.get("started_at")),
-        message_count=row.get("message_count") or 0,
-        preview=row.get("preview"),
+        session_id=row.session_id,
+        title=row.title,
+        source=row.source,
+        started=_iso(row.started),
+        last_active=_iso(row.last_active),
+        message_count=row.message_count,
+        preview=row.preview,
     )
 
 
-def message(row: Dict[str, Any]) -> SessionMessage:
-    calls = row.get("tool_calls") or []
-    if isinstance(calls, str):
-        calls = json.loads(calls or "[]")
+def message(row: MessageRow) -> SessionMessage:
     return SessionMessage(
-        role=row.get("role") or "unknown",
-        content=row.get("content") if isinstance(row.get("content"), str) else json.dumps(row.get("content")),
-        tool_calls=[
-            {"name": (c.get("function") or {}).get("name"), "arguments": (c.get("function") or {}).get("arguments")}
-            for c in calls
-        ],
-        tool_name=row.get("tool_name"),
-        timestamp=_iso(row.get("timestamp")),
+        role=row.role,
+        content=row.content,
+        tool_calls=row.tool_calls,
+        tool_name=row.tool_name,
+        timestamp=_iso(row.timestamp),
     )

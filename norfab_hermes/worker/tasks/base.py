@@ -20,7 +20,7 @@ from norfab.core.worker import Task
 from norfab.models import Result
 from pydantic import ValidationError
 
-from ...errors import HermesError
+from ...errors import INTERNAL_ERROR, HermesError, InvalidRequest, failure
 from ...models import describe_validation_error
 from ...norfab_compat import worker_tasks
 
@@ -67,8 +67,9 @@ def hide_builtin_tasks() -> None:
             entry["schema"]["mcp"] = False
 
 
-def failed(message: str) -> Result:
-    return Result(failed=True, errors=[message], messages=[message])
+def failed(message: str, code: str) -> Result:
+    """A failed Result: one line for people, its code (errors.py) for programs."""
+    return Result(**failure(message, code))
 
 
 class HermesTask(Task):
@@ -83,15 +84,16 @@ class HermesTask(Task):
             try:
                 return norfab_wrapper(*args, **kwargs)
             except ValidationError as error:
-                return failed(describe_validation_error(error, name, unknown="argument"))
+                return failed(describe_validation_error(error, name, unknown="argument"), InvalidRequest.code)
             except HermesError as error:
-                return failed(str(error))
+                return failed(str(error), error.code)
             except Exception as error:
                 worker = getattr(args[0], "name", "hermes") if args else "hermes"
                 log.exception(f"{worker} - Internal error in task '{name}'")
                 return failed(
                     f"internal error in hermes worker '{worker}' running {name} ({type(error).__name__}); "
-                    "the worker log has the details"
+                    "the worker log has the details",
+                    INTERNAL_ERROR,
                 )
 
         worker_tasks().update(self.make_task_schema(answering))
