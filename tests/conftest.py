@@ -140,7 +140,8 @@ TWO_WORKERS = Lab(
 @pytest.fixture(scope="module")
 def lab(request: pytest.FixtureRequest, model: ScriptedModelServer, tmp_path_factory: Any) -> Iterator[Tuple[Any, Path]]:
     """A real NorFab for the test module, as its ``LAB`` says; yields (nf, its base directory)."""
-    spec: Lab = request.module.LAB
+    spec = getattr(request.module, "LAB", None)
+    assert isinstance(spec, Lab), f"{request.module.__name__} uses the lab: say what it runs in LAB = Lab(...)"
     hermes = {name: hermes_worker(model.base_url, agents, **spec.settings) for name, agents in spec.workers.items()}
     workers, files = network(list(spec.hosts), models=spec.devices, users=hermes) if spec.hosts else (hermes, {})
     base = tmp_path_factory.mktemp("lab")

@@ -193,9 +193,9 @@ def test_huge_results_are_truncated_and_flagged(nf, model):
 def test_same_tool_name_in_two_agents_runs_each_definition_concurrently(nf, model):
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         jobs = [
-            pool.submit(invoke, nf, f'CALL inspect_interfaces {{"FB": "r1"}} #{i}', agent="interfaces")
+            pool.submit(invoke, nf, "interfaces", f'CALL inspect_interfaces {{"FB": "r1"}} #{i}')
             if i % 2 == 0
-            else pool.submit(invoke, nf, f"CALL inspect_interfaces {{}} #{i}", agent="routing")
+            else pool.submit(invoke, nf, "routing", f"CALL inspect_interfaces {{}} #{i}")
             for i in range(4)
         ]
         results = [j.result() for j in jobs]
