@@ -25,6 +25,8 @@ AGENTS = {
     # the worker's inventory grants the host's terminal to this agent by name
     "ops": {"instructions": "You are OPS.", "toolsets": ["terminal"]},
     "mem": {"instructions": "You are MEM.", "toolsets": ["memory"], "hermes": {"memory": {"memory_enabled": True}}},
+    # an inventory agent whose definition file changes on the broker
+    "flip": {"from_yaml_file": "nf://agents/flip.yaml"},
 }
 
 
@@ -35,7 +37,10 @@ def lab(model, tmp_path_factory):
     # whoever can write the worker user's home or working directory
     (home / ".hermes.md").write_text(MARKER_TEXT + "\n")
     (home / "AGENTS.md").write_text(MARKER_TEXT + "\n")
-    files = {"agents/hostile.yaml": {"instructions": "You are HOSTILE.", "toolsets": ["debugging"]}}
+    files = {
+        "agents/hostile.yaml": {"instructions": "You are HOSTILE.", "toolsets": ["debugging"]},
+        "agents/flip.yaml": {"instructions": "You are FLIP."},
+    }
     # a profile an operator made with Hermes on the worker host, granted the terminal by name
     native = root(base) / "profiles" / "nativeops"
     native.mkdir(parents=True)
@@ -181,6 +186,20 @@ def test_finding_3_a_clone_refused_after_copying_leaves_nothing(lab):
     assert "reach the worker host" in res["errors"][0], res["errors"]
     assert not (root(base) / "profiles" / "native-copy").exists(), "the copied profile stayed behind"
     assert "native-copy" not in agents(nf)
+
+
+def test_finding_3_a_restart_whose_definition_cannot_be_served_leaves_the_agent_as_it_was(lab, model):
+    nf, base = lab
+    (base / "agents" / "flip.yaml").write_text(yaml.safe_dump({"instructions": "You are FLIPPED.", "toolsets": ["terminal"]}))
+    res = run(nf.client, "manage_agent", action="restart", agent="flip")
+    assert res["failed"]
+    assert "was not restarted, it runs as before" in res["errors"][0]
+    assert agents(nf)["flip"]["state"] == "running"
+    tag = uuid.uuid4().hex[:8]
+    invoke(nf, "flip", f"hello {tag}")
+    system = sent_to_model(model, tag)["messages"][0]["content"]
+    assert "You are FLIP." in system
+    assert "FLIPPED" not in system
 
 
 def test_finding_8_a_context_file_on_the_host_reaches_no_agent(lab, model):

@@ -7,7 +7,7 @@ sessions, schedules, approvals and the worker's status, each inside a NorFab
 import hashlib
 import json
 from enum import Enum
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, List, Literal, Union
 
 from norfab.models import Result
 from pydantic import (
@@ -18,6 +18,14 @@ from pydantic import (
 
 from .base import StrictModel
 from .definitions import Lineage
+
+# the closed sets of states and outcomes results carry
+ToolCallStatus = Literal["completed", "failed", "refused"]
+ApprovalState = Literal["pending", "approved", "denied", "expired"]
+RunState = Literal["queued", "running", "waiting_for_approval", "finished"]
+AgentState = Literal["running", "stopped", "invalid"]
+AgentOwner = Literal["inventory", "runtime", "native"]
+ScheduleRunStatus = Literal["ok", "failed", "missed", "interrupted", "timeout"]
 
 
 class StopReason(str, Enum):
@@ -55,7 +63,7 @@ class ToolCallSummary(StrictModel):
     workers: Union[None, StrictStr, List[StrictStr]] = Field(None, description="Routing selector used")
     arguments_digest: StrictStr = Field(..., description="sha256 prefix of the call's arguments")
     job_uuid: Union[None, StrictStr] = Field(None, description="Child NorFab job UUID")
-    status: StrictStr = Field(..., description="completed, failed or refused")
+    status: ToolCallStatus = Field(..., description="completed, failed or refused")
     duration: float = Field(..., description="Seconds")
     truncated: StrictBool = Field(False, description="Result was cut to the size limit")
     error: Union[None, StrictStr] = Field(None, description="Why the call failed or was refused")
@@ -79,7 +87,7 @@ class ApprovalInfo(StrictModel):
     target: StrictStr = Field(..., description="NorFab service.task and workers the call goes to")
     arguments: Dict[StrictStr, Any] = Field({}, description="The call's exact arguments")
     arguments_digest: StrictStr = Field(..., description="sha256 prefix of the arguments")
-    state: StrictStr = Field(..., description="pending, approved, denied or expired")
+    state: ApprovalState = Field(..., description="pending, approved, denied or expired")
     requested: StrictStr = Field(..., description="ISO time it was asked")
     expires: StrictStr = Field(..., description="ISO time it is refused unless decided")
     decided: Union[None, StrictStr] = Field(None, description="ISO time of the decision or expiry")
@@ -114,7 +122,7 @@ class RunStateData(StrictModel):
     agent: StrictStr = Field(..., description="Agent name")
     worker: StrictStr = Field(..., description="Worker name")
     session_id: Union[None, StrictStr] = Field(None, description="Session, once known")
-    state: StrictStr = Field(..., description="queued, running, waiting_for_approval or finished")
+    state: RunState = Field(..., description="queued, running, waiting_for_approval or finished")
     stop_reason: Union[None, StrictStr] = Field(None, description="Why it ended, once finished")
     started: StrictStr = Field(..., description="ISO time the run was accepted")
     events: List[RunEvent] = Field([], description="Progress events from the offset asked for")
@@ -132,10 +140,10 @@ class AgentSummary(StrictModel):
     available: StrictBool = Field(..., description="Ready to take runs")
     error: Union[None, StrictStr] = Field(None, description="Why the agent is not available")
     worker: Union[None, StrictStr] = Field(None, description="Worker serving the agent")
-    owner: Union[None, StrictStr] = Field(
+    owner: Union[None, AgentOwner] = Field(
         None, description="inventory, runtime (created with manage_agent) or native (a profile made with Hermes)"
     )
-    state: Union[None, StrictStr] = Field(None, description="running, stopped or invalid")
+    state: Union[None, AgentState] = Field(None, description="running, stopped or invalid")
     host_tools: List[StrictStr] = Field(
         [],
         description="Tools reaching the worker host (shell, files, web, ...) the worker's inventory grants the agent",
@@ -230,8 +238,8 @@ class ManageAgentResultData(StrictModel):
     action: StrictStr = Field(..., description="The action done")
     agent: StrictStr = Field(..., description="Agent name")
     worker: StrictStr = Field(..., description="Worker name")
-    owner: Union[None, StrictStr] = Field(None, description="inventory, runtime or native")
-    state: StrictStr = Field(..., description="running, stopped, invalid, or deleted")
+    owner: Union[None, AgentOwner] = Field(None, description="inventory, runtime or native")
+    state: Union[AgentState, Literal["deleted"]] = Field(..., description="running, stopped, invalid, or deleted")
     done: List[StrictStr] = Field([], description="What the action did, step by step")
 
 
@@ -254,7 +262,7 @@ class ScheduleInfo(StrictModel):
 
 class ScheduleRun(StrictModel):
     schedule_id: StrictStr = Field(..., description="Schedule the run belongs to")
-    status: StrictStr = Field(..., description="ok, failed, missed, interrupted or timeout")
+    status: ScheduleRunStatus = Field(..., description="ok, failed, missed, interrupted or timeout")
     due: Union[None, StrictStr] = Field(None, description="ISO time the run was due")
     started: Union[None, StrictStr] = Field(None, description="ISO time the run started")
     duration: Union[None, float] = Field(None, description="Seconds")

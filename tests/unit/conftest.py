@@ -1,12 +1,13 @@
 """
 The unit layer: pure logic with fakes, in seconds. No NorFab is started and
-no Hermes module is imported; the guard below fails a test that breaks this
-(``test_unit_layer.py`` checks what the modules import when they load).
+no Hermes module is imported: the hook and the fixture below fail a unit
+module that imports Hermes or the worker's wiring when it loads, and a unit
+test that asks for a live NorFab or imports them while it runs.
 """
 
 import sys
 from importlib.metadata import distribution
-from typing import Iterator, List
+from typing import Any, Generator, Iterator, List
 
 import pytest
 
@@ -20,6 +21,18 @@ WIRING = ("norfab_hermes.worker.tasks", "norfab_hermes.worker.hermes_worker", "n
 def forbidden(modules: object) -> List[str]:
     """The Hermes and worker wiring modules among ``modules``."""
     return sorted(m for m in modules if m.split(".")[0] in HERMES_PACKAGES or m.startswith(WIRING))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, Any]:
+    """A unit module that imports Hermes or the worker's wiring when it loads fails to collect."""
+    before = set(sys.modules)
+    report = yield
+    loaded = forbidden(set(sys.modules) - before)
+    if loaded and isinstance(collector, pytest.Module):
+        report.outcome = "failed"
+        report.longrepr = f"{collector.nodeid} imports Hermes or the worker's wiring when it loads: {loaded[:5]}"
+    return report
 
 
 @pytest.fixture(autouse=True)

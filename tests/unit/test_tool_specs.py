@@ -190,7 +190,7 @@ def test_a_toolbox_lists_each_service_once_and_names_broken_tools():
         ),
         "bgp": AgentDefinition(instructions="x", tools={"peers": tool()}),
     }
-    box = ToolBox(client)
+    box = ToolBox(client, retry_interval=30.0)
     box.load(agents)
     assert sorted(client.asked) == ["nornir", "nosuch"]
     assert box.get("bgp", "peers").error is None

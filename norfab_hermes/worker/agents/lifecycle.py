@@ -88,12 +88,13 @@ class Lifecycle:
                 return self.delete(agent, interrupt)
         raise InvalidRequest(f"action: '{action}' is not an agent action")
 
-    def answer(self, action: str, agent: str, done: List[str]) -> ManageAgentResultData:
+    def answer(self, action: str, agent: str, done: List[str], owner: Optional[str] = None) -> ManageAgentResultData:
+        """What the action did; a deleted agent's owner is the one it had."""
         return ManageAgentResultData(
             action=action,
             agent=agent,
             worker=self.worker_name,
-            owner=self.catalog.owners.get(agent),
+            owner=owner or self.catalog.owners.get(agent),
             state=self.catalog.state(agent) if self.catalog.known(agent) else "deleted",
             done=done,
         )
@@ -247,9 +248,7 @@ class Lifecycle:
             f"removed profile {home}: its configuration, skills, memory and {schedules} schedule(s) with their "
             "history; its sessions stay in the worker's state.db"
         )
-        result = self.answer("delete", agent, done)
-        result.owner = owner
-        return result
+        return self.answer("delete", agent, done, owner)
 
     # -------------------------------------------------------------- helpers
 

@@ -9,9 +9,10 @@ is this project's typed records, never Hermes dicts.
 import contextlib
 import json
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
+
+from .records import MessageRow, SessionRow, TurnResult
 
 HERMES_VERSION = "0.19.0"
 
@@ -76,24 +77,6 @@ def make_runner() -> Any:
     runner = NorfabGatewayRunner(load_gateway_config())
     runner.turn_results = {}
     return runner
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    """What Hermes reported of one agent turn (its ``run_conversation`` result)."""
-
-    reported: bool = False  # False: no result at all (the turn was given up on, or failed before Hermes answered)
-    final_response: str = ""
-    error: Optional[str] = None  # the provider's error, after Hermes' retries
-    interrupted: bool = False
-    completed: Optional[bool] = None
-    failed: bool = False
-    api_calls: int = 0  # requests of the agent's own tool loop
-    session_id: Optional[str] = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-    cost_usd: Optional[float] = None  # when the provider's pricing is known
 
 
 def take_turn_result(runner: Any, session_key: str) -> TurnResult:
@@ -195,32 +178,6 @@ def tune(agent: Any) -> None:
     """
     agent.suppress_status_output = True
     agent.tool_delay = 0.0
-
-
-@dataclass(frozen=True)
-class SessionRow:
-    """One session as Hermes' session store lists it."""
-
-    session_id: str
-    agent: str  # the profile that owns it
-    source: Optional[str]  # the platform it started on: norfab, cron, ...
-    chat_id: Optional[str]
-    title: Optional[str]
-    started: Optional[float]  # seconds since the epoch
-    last_active: Optional[float]
-    message_count: int
-    preview: Optional[str]
-
-
-@dataclass(frozen=True)
-class MessageRow:
-    """One message of a session's transcript."""
-
-    role: str
-    content: Optional[str]
-    tool_calls: List[Dict[str, Any]]  # name and arguments of each call
-    tool_name: Optional[str]
-    timestamp: Optional[float]
 
 
 def _session_row(row: Dict[str, Any]) -> SessionRow:

@@ -10,39 +10,17 @@ are Hermes' own. Only the execution of a due job is the host's (see
 """
 
 import contextlib
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from . import compat
+from .records import CronJob
 
 # what Hermes' run_job returns: success, output document, final response, error
 CronOutcome = Tuple[bool, str, str, Optional[str]]
 # job fields that would run code or shell commands, or skip the agent: never honoured
 HOST_FIELDS = ("script", "workdir", "no_agent")
-
-
-@dataclass(frozen=True)
-class CronJob:
-    """One schedule of a profile's Hermes cron store."""
-
-    id: str
-    name: str
-    prompt: str
-    schedule: Dict[str, Any]  # Hermes' parsed schedule, handed back to it as it is
-    display: str  # the schedule as Hermes shows it
-    state: Optional[str]
-    enabled: bool  # enabled and not paused
-    next_run_at: Optional[str]  # ISO times, Hermes' clock
-    last_run_at: Optional[str]
-    last_status: Optional[str]
-    repeat_times: Optional[int]
-    runs: int  # runs so far
-    origin_chat_id: Optional[str]  # the chat that created it, when a model did in chat
-    skills: List[str]
-    host_fields: List[str]  # HOST_FIELDS the job sets
-    raw: Dict[str, Any] = field(repr=False, compare=False)  # Hermes' own dict, for its prompt builder
 
 
 def job(raw: Dict[str, Any]) -> CronJob:

@@ -190,7 +190,9 @@ class RunRegistry:
             raise UnknownRun(f"run '{run_id}' is not running on worker '{self.worker_name}'")
         run = self.get(agent, run_id)
         if run.finished is not None:
-            raise UnknownRun(f"run '{run_id}' on worker '{self.worker_name}' already finished: {run.stop_reason}", RUN_FINISHED)
+            raise UnknownRun(
+                f"run '{run_id}' on worker '{self.worker_name}' already finished: {run.stop_reason}", RUN_FINISHED
+            )
         run.stop(StopReason.interrupted.value, "interrupted by the operator")
         return InterruptResultData(run_id=run_id, agent=agent, worker=self.worker_name, interrupted=True)
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, List, Optional
 from ...models import InvokeResultData, RunUsage, StopReason
 from ...safety.redact import scrub
 from ..hermes import compat, metering
-from ..hermes.compat import TurnResult
+from ..hermes.records import TurnResult
 from ..hermes.runtime import HermesRuntime
 from .run import Run
 

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Optional
 from ...errors import InvalidRequest, UnknownSchedule
 from ...models import ScheduleDefinition, ScheduleInfo, ScheduleResultData, ScheduleRun
 from ..hermes import compat, cron
+from ..hermes.records import CronJob
 from ..hermes.runtime import HermesRuntime
 from .history import ScheduleHistory, iso, parse_time
 
@@ -102,7 +103,7 @@ class ScheduleActions:
             return answer(f"schedule '{job.name}' removed with its history")
         raise InvalidRequest(f"action: '{action}' is not a schedule action")
 
-    def find(self, agent: str, ref: Optional[str], action: str) -> cron.CronJob:
+    def find(self, agent: str, ref: Optional[str], action: str) -> CronJob:
         if not ref:
             raise InvalidRequest(f"schedule_id: '{action}' needs the schedule's id or name (see action 'list')")
         try:
@@ -134,7 +135,7 @@ class ScheduleActions:
             "deliver": "local",  # findings go to the history; there is no chat to deliver to
         }
 
-    def _updates(self, agent: str, job: cron.CronJob, definition: Optional[ScheduleDefinition]) -> Dict[str, Any]:
+    def _updates(self, agent: str, job: CronJob, definition: Optional[ScheduleDefinition]) -> Dict[str, Any]:
         updates = {k: v for k, v in (definition.model_dump(exclude_none=True) if definition else {}).items()}
         if not updates:
             raise InvalidRequest(
@@ -166,7 +167,7 @@ class ScheduleActions:
             raise InvalidRequest(f"definition.schedule: {text} is in the past; give a future time or 'every ...'")
         return schedule
 
-    def info(self, agent: str, job: cron.CronJob) -> ScheduleInfo:
+    def info(self, agent: str, job: CronJob) -> ScheduleInfo:
         session = None
         if job.origin_chat_id:
             session = compat.chat_session(self.runtime.runner, compat.session_key(job.origin_chat_id, agent))

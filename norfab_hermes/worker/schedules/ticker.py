@@ -34,6 +34,7 @@ from ...models import (
 )
 from ..agents.catalog import AgentCatalog
 from ..hermes import compat, cron
+from ..hermes.records import CronJob
 from ..hermes.runtime import HermesRuntime
 from .actions import ScheduleActions
 from .history import ScheduleHistory, iso, parse_time
@@ -144,7 +145,7 @@ class Schedules:
 
     # ------------------------------------------------------------- execution
 
-    def _execute(self, job: cron.CronJob) -> cron.CronOutcome:
+    def _execute(self, job: CronJob) -> cron.CronOutcome:
         """Hermes' run_job for a due job: the agent runs it; the outcome goes to history and back to Hermes."""
         agent = cron.active_profile()
         started = datetime.now(timezone.utc)
@@ -169,9 +170,10 @@ class Schedules:
             )
             return False, f"# {job.name} (FAILED)\n\n{message}\n", "", message
         status = STATUS_BY_STOP_REASON.get(result.stop_reason, "failed")
+        warnings = list(result.warnings)
         if status == "ok" and not result.response.strip():
             status = "failed"
-            result.warnings.append("the agent completed without a response")
+            warnings.append("the agent completed without a response")
         self.history.record(
             agent,
             ScheduleRun(
@@ -187,18 +189,16 @@ class Schedules:
                 silent=status == "ok" and cron.is_silent(result.response),
                 session_id=result.session_id,
                 tool_calls=result.tool_calls,
-                warnings=result.warnings,
+                warnings=warnings,
                 note=late,
             ),
         )
-        error = (
-            None if status == "ok" else f"{result.stop_reason}: {'; '.join(result.warnings) or 'see the run history'}"
-        )
+        error = None if status == "ok" else f"{result.stop_reason}: {'; '.join(warnings) or 'see the run history'}"
         document = f"# {job.name}\n\n**Run:** {result.run_id}\n**Session:** {result.session_id}\n\n{result.response}\n"
         return status == "ok", document, result.response if status == "ok" else "", error
 
     def _record_missed(
-        self, agent: str, job: cron.CronJob, due: Optional[datetime], started: datetime
+        self, agent: str, job: CronJob, due: Optional[datetime], started: datetime
     ) -> Optional[str]:
         """Record the slots Hermes skipped before this late run; the run's own note, if it is late.
 

@@ -14,7 +14,7 @@ from typing import Any, List, Optional
 from ...errors import UnknownSession
 from ...models import SessionDetails, SessionMessage, SessionSummary
 from ..hermes import compat
-from ..hermes.compat import MessageRow, SessionRow
+from ..hermes.records import MessageRow, SessionRow
 from ..hermes.runtime import HermesRuntime
 
 PAGE = 200  # state.db rows read at a time

@@ -24,12 +24,13 @@ import json
 import logging
 import math
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from ...models import DelegatedRun, Lineage, ToolCallSummary
+from ...models import DelegatedRun, Lineage
 from ...norfab_compat import forget_job
 from ...safety.redact import scrub
-from .specs import QUESTION_CHARS, DelegateSpec, ToolError
+from .specs import QUESTION_CHARS, CallTrace, DelegateSpec, ToolError
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,26 @@ MIN_BUDGET = 5.0  # seconds an asked run needs at the least
 JOB_SLACK = 5  # seconds between the asked run's budget and its NorFab job timeout
 WIND_DOWN = 8.0  # seconds an interrupted asked run gets to send its partial answer
 INTERRUPT_TIMEOUT = 10
+
+
+@dataclass
+class Child:
+    """The asked run of one delegate call, as far as the asking worker knows it."""
+
+    agent: str
+    worker: str
+    run_id: Optional[str] = None
+    session_id: Optional[str] = None
+    stop_reason: Optional[str] = None
+
+    def record(self) -> DelegatedRun:
+        return DelegatedRun(
+            agent=self.agent,
+            worker=self.worker,
+            run_id=self.run_id,
+            session_id=self.session_id,
+            stop_reason=self.stop_reason,
+        )
 
 
 class Delegator:
@@ -54,7 +75,7 @@ class Delegator:
         arguments: Dict[str, Any],
         run: Any,
         interrupted: Callable[[], bool],
-        summary: ToolCallSummary,
+        trace: CallTrace,
     ) -> Tuple[str, str, Optional[str]]:
         """Ask the delegate's agent; the text the model reads, the call's status and error."""
         question = self._question(arguments)
@@ -77,8 +98,8 @@ class Delegator:
         )
         if future is None:
             raise ToolError(f"NorFab did not accept the question for agent '{target.agent}' on {target.workers}")
-        summary.job_uuid = future.uuid
-        summary.delegated = child = DelegatedRun(agent=target.agent, worker=target.workers)
+        trace.job_uuid = future.uuid
+        trace.delegated = child = Child(agent=target.agent, worker=target.workers)
         try:
             reply = self._follow(spec, future, run, interrupted, child, time.time() + budget + WIND_DOWN)
         finally:
@@ -138,7 +159,7 @@ class Delegator:
         future: Any,
         run: Any,
         interrupted: Callable[[], bool],
-        child: DelegatedRun,
+        child: Child,
         give_up: float,
     ) -> Any:
         """Relay the asked run's events and questions until it answers; interrupt it when the caller stops."""
@@ -163,7 +184,7 @@ class Delegator:
                     break
         return future.result(timeout=0.5)
 
-    def _relay(self, spec: DelegateSpec, future: Any, run: Any, child: DelegatedRun, event: Dict[str, Any]) -> None:
+    def _relay(self, spec: DelegateSpec, future: Any, run: Any, child: Child, event: Dict[str, Any]) -> None:
         extras = event.get("extras") or {}
         if event.get("event_type") == "input_request" and extras.get("input_request"):
             self._relay_question(spec, future, run, child, extras["input_request"])
@@ -178,9 +199,7 @@ class Delegator:
             text = scrub(str(message), self.secrets())
             run.event(f"{child.agent}@{child.worker}: {text}", resource=event.get("resource") or [])
 
-    def _relay_question(
-        self, spec: DelegateSpec, future: Any, run: Any, child: DelegatedRun, request: Dict[str, Any]
-    ) -> None:
+    def _relay_question(self, spec: DelegateSpec, future: Any, run: Any, child: Child, request: Dict[str, Any]) -> None:
         """The asked run wants its operator: the caller's operator answers, or the question is cancelled."""
         answer, cancel = None, True
         wait = int(min(float(request.get("timeout") or 0), run.remaining()))
@@ -197,7 +216,7 @@ class Delegator:
                 log.debug(f"Delegated question of run {child.run_id} not answered: {error!r}")
         future.send_response(input_id=request.get("id"), value=answer, worker=child.worker, cancel=cancel)
 
-    def _interrupt(self, child: DelegatedRun) -> None:
+    def _interrupt(self, child: Child) -> None:
         self._hermes(child.worker, "interrupt", agent=child.agent, run_id=child.run_id)
 
     def _hermes(self, worker: str, task: str, **kwargs: Any) -> Optional[Dict[str, Any]]:
@@ -233,7 +252,7 @@ class Delegator:
             return f"agent '{parent_agent}' on worker '{parent_worker}' has no delegate for agent '{agent}' on worker '{self.worker_name}'"
         return None
 
-    def _render(self, spec: DelegateSpec, reply: Any, child: DelegatedRun) -> Tuple[str, str, Optional[str]]:
+    def _render(self, spec: DelegateSpec, reply: Any, child: Child) -> Tuple[str, str, Optional[str]]:
         where = f"agent '{child.agent}' on {child.worker}"
         answer = (reply or {}).get(child.worker)
         if not answer:

@@ -23,7 +23,7 @@ from ...models import ToolCallSummary, arguments_digest
 from ...norfab_compat import forget_job
 from ...safety import commands, guards
 from ...safety.redact import redact, scrub
-from .specs import DelegateSpec, ToolError, ToolSpec, is_open
+from .specs import CallTrace, DelegateSpec, ToolError, ToolSpec, is_open
 
 log = logging.getLogger(__name__)
 
@@ -90,31 +90,35 @@ class ToolRunner:
             message = "tools run only inside a run started through NorFab (invoke, start_run or a schedule); the call was not made"
             return json.dumps({"ok": False, "error": message, "tool": spec.name, "job_uuid": None})
         started = time.time()
+        digest = arguments_digest(arguments)
+        trace = CallTrace()
+        try:
+            refusal = run.admit_tool_call(spec.name, digest)
+            if refusal:
+                raise ToolError(f"{refusal}; the call was not made")
+            if isinstance(spec, DelegateSpec):
+                text, status, error = self.delegator.ask(spec, arguments, run, interrupted, trace)
+            else:
+                text, status, error = self._norfab(spec, arguments, run, interrupted, trace)
+        except ToolError as refused:
+            error = scrub(str(refused), self.secrets())
+            text = json.dumps({"ok": False, "error": error, "tool": spec.name, "job_uuid": trace.job_uuid})
+            status = "failed" if trace.job_uuid else "refused"
+        text, truncated = self.bound(text)
         service, task, workers = spec.where()
         summary = ToolCallSummary(
             tool=spec.name,
             service=service,
             task=task,
             workers=workers,
-            arguments_digest=arguments_digest(arguments),
-            status="refused",
-            duration=0.0,
+            arguments_digest=digest,
+            job_uuid=trace.job_uuid,
+            status=status,
+            duration=round(time.time() - started, 3),
+            truncated=truncated,
+            error=error,
+            delegated=trace.delegated.record() if trace.delegated else None,
         )
-        try:
-            refusal = run.admit_tool_call(spec.name, summary.arguments_digest)
-            if refusal:
-                raise ToolError(f"{refusal}; the call was not made")
-            if isinstance(spec, DelegateSpec):
-                text, summary.status, summary.error = self.delegator.ask(spec, arguments, run, interrupted, summary)
-            else:
-                text, summary.status, summary.error = self._norfab(spec, arguments, run, interrupted, summary)
-        except ToolError as error:
-            message = scrub(str(error), self.secrets())
-            text = json.dumps({"ok": False, "error": message, "tool": spec.name, "job_uuid": summary.job_uuid})
-            summary.error = message
-            summary.status = "failed" if summary.job_uuid else "refused"
-        text, summary.truncated = self.bound(text)
-        summary.duration = round(time.time() - started, 3)
         run.record_tool_call(summary)
         run.event(
             f"tool {spec.name} {summary.status}"
@@ -132,17 +136,17 @@ class ToolRunner:
         arguments: Dict[str, Any],
         run: Any,
         interrupted: Callable[[], bool],
-        summary: ToolCallSummary,
+        trace: CallTrace,
     ) -> Tuple[str, str, Optional[str]]:
         kwargs = self.prepare(spec, arguments)
         timeout = self._timeout(spec, run)
         self._approve(spec, arguments, run)
         target = spec.target
         run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
-        reply = self._dispatch(spec, kwargs, timeout, run, interrupted, summary)
+        reply = self._dispatch(spec, kwargs, timeout, run, interrupted, trace)
         if target.service == "nornir":
             run.touched(devices_in(reply))
-        return self.render(spec, summary.job_uuid, reply, arguments, run.started)
+        return self.render(spec, trace.job_uuid, reply, arguments, run.started)
 
     # ------------------------------------------------------------- arguments
 
@@ -244,7 +248,7 @@ class ToolRunner:
         timeout: float,
         run: Any,
         interrupted: Callable[[], bool],
-        summary: ToolCallSummary,
+        trace: CallTrace,
     ) -> Any:
         target = spec.target
         deadline = time.time() + timeout
@@ -267,7 +271,7 @@ class ToolRunner:
             )
             if future is None:
                 raise ToolError(f"NorFab did not accept the job for {target.service}.{target.task}")
-            summary.job_uuid = future.uuid
+            trace.job_uuid = future.uuid
             while not future.done_event.is_set() and time.time() < deadline:
                 for event in future.events(timeout=0.2):
                     if event.get("event_type") == "progress" and event.get("message") not in (None, "", "starting"):
@@ -278,8 +282,8 @@ class ToolRunner:
             return future.result(timeout=0.5)
         finally:
             semaphore.release()
-            if summary.job_uuid:
-                forget_job(self.client, summary.job_uuid)
+            if trace.job_uuid:
+                forget_job(self.client, trace.job_uuid)
 
     # ---------------------------------------------------------------- result
 

@@ -1,5 +1,6 @@
 """
-Client-side routing for the hermes service: which worker runs a command.
+Which worker runs a command of the hermes service: worker selectors, agents,
+sessions, runs and approvals resolved to one worker.
 
 An agent is ``(worker, agent)``, a session ``(worker, agent, session_id)``.
 NorFab routes jobs to ``all``, ``any``, one worker name or a list of names;
@@ -31,25 +32,18 @@ list (``show_workers``) and the hermes tasks themselves:
 * **Approvals** are known only on the worker of their run: ``approve`` and
   ``deny`` go to every selected worker and the one that knows the id answers.
 
-:class:`Hermes` wraps this for Python::
-
-    from norfab_hermes.routing import Hermes
-
-    hermes = Hermes(nf.client)
-    reply = hermes.invoke("interfaces", "Check interfaces on r1", workers="hermes-lab-*")
-    reply["result"]["response"], reply["result"]["session_id"], reply["result"]["worker"]
-
-Only the standard library, the NorFab client API and ``norfab_hermes.models``
-are imported here: the worker module must stay out of client processes.
+``routing.client.Hermes`` wraps this for Python. Only the standard library,
+the NorFab client API and the package's pure modules are imported here: the
+worker module must stay out of client processes.
 """
 
 import fnmatch
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from .errors import NOT_HERE, error_code
-from .models import AgentSummary, WorkerStatus
-from .norfab_compat import client_jobs
+from ..errors import NOT_HERE, error_code
+from ..models import AgentSummary, WorkerStatus
+from ..norfab_compat import client_jobs
 
 SERVICE = "hermes"
 GLOB_CHARS = "*?["
@@ -60,6 +54,8 @@ COMMAND_JOB_TIMEOUT = 90  # the worker gives a native command 60 s
 SESSION_HISTORY = 200  # newest invoke jobs of this client searched for a session's last worker
 
 Selector = Union[None, str, List[str]]
+
+
 def _unknown_here(res: Optional[dict]) -> bool:
     """No answer, or an answer that the id belongs to some other worker (its error code)."""
     return res is None or error_code(res) in NOT_HERE
@@ -107,9 +103,7 @@ class Router:
 
     def workers(self) -> Dict[str, str]:
         """Hermes workers known to the broker: name to status (``alive`` or ``dead``)."""
-        reply = self.client.mmi(
-            "mmi.service.broker", "show_workers", kwargs={"service": SERVICE}, timeout=self.timeout
-        )
+        reply = self.client.mmi("mmi.service.broker", "show_workers", kwargs={"service": SERVICE}, timeout=self.timeout)
         if str(reply.get("status")) != "200" or reply.get("errors"):
             raise RoutingError(f"could not list hermes workers from the broker: {'; '.join(reply.get('errors') or [])}")
         return {w["name"]: w["status"] for w in reply.get("results") or [] if w.get("name")}
@@ -135,9 +129,7 @@ class Router:
                 matched = [pattern]
             else:
                 state = f"is {known[pattern]}" if pattern in known else "is not registered with the broker"
-                raise RoutingError(
-                    f"hermes worker '{pattern}' {state}; alive hermes workers: {', '.join(alive)}"
-                )
+                raise RoutingError(f"hermes worker '{pattern}' {state}; alive hermes workers: {', '.join(alive)}")
             selected.extend(name for name in matched if name not in selected)
         return sorted(selected)
 
@@ -158,7 +150,9 @@ class Router:
             raise RoutingError(f"the broker did not accept hermes {task} for workers {', '.join(workers)}")
         return reply
 
-    def one(self, task: str, target: Target, kwargs: Optional[Dict[str, Any]] = None, timeout: Optional[float] = None) -> dict:
+    def one(
+        self, task: str, target: Target, kwargs: Optional[Dict[str, Any]] = None, timeout: Optional[float] = None
+    ) -> dict:
         """Run a hermes task for ``target``'s agent on its worker; that worker's Result dict."""
         reply = self.call(task, [target.worker], {"agent": target.agent, **(kwargs or {})}, timeout)
         if target.worker not in reply:
@@ -271,8 +265,7 @@ class Router:
         if len(hosting) == 1:
             return Target(hosting[0], agent)  # the worker says whether the run already finished
         raise RoutingError(
-            f"run '{run_id}' is not running on any hermes worker serving agent '{agent}' "
-            f"(asked {', '.join(hosting)})"
+            f"run '{run_id}' is not running on any hermes worker serving agent '{agent}' (asked {', '.join(hosting)})"
         )
 
     def run_state(self, agent: str, run_id: str, workers: Selector = None, offset: int = 0) -> Tuple[Target, dict]:
@@ -287,13 +280,17 @@ class Router:
         if len(owners) == 1:
             return Target(owners[0], agent), replies[owners[0]]
         if owners:
-            raise RoutingError(f"run '{run_id}' is known on several workers: {', '.join(owners)}; choose one with workers")
+            raise RoutingError(
+                f"run '{run_id}' is known on several workers: {', '.join(owners)}; choose one with workers"
+            )
         raise RoutingError(
             f"run '{run_id}' of agent '{agent}' is not known on any hermes worker serving the agent "
             f"(asked {', '.join(hosting)}); workers keep finished runs for a day, not across restarts"
         )
 
-    def decide(self, task: str, approval_id: str, note: Optional[str] = None, workers: Selector = None) -> Dict[str, dict]:
+    def decide(
+        self, task: str, approval_id: str, note: Optional[str] = None, workers: Selector = None
+    ) -> Dict[str, dict]:
         """
         ``approve`` or ``deny`` on every selected worker; the Result of the one that knows the id, by worker.
 
@@ -312,76 +309,3 @@ class Router:
                 "see the pending ones with 'hermes approvals'"
             )
         return owners
-
-
-class Hermes:
-    """
-    Python access to hermes agents with the shell's routing.
-
-    Methods that address one agent return that worker's NorFab Result dict
-    (``result``, ``failed``, ``errors``, ...); fan-out methods return Result
-    dicts by worker. Routing problems raise :class:`RoutingError`; a task
-    that ran and failed is returned with ``failed`` set and its ``errors``.
-
-    Args:
-        client: NorFab ``NFPClient``, e.g. ``nf.make_client()``.
-        timeout: seconds to wait for the broker and for control tasks.
-    """
-
-    def __init__(self, client: Any, timeout: float = BROKER_TIMEOUT) -> None:
-        self.client = client
-        self.router = Router(client, timeout)
-
-    def agents(self, workers: Selector = None) -> Dict[str, dict]:
-        """Agents of the selected workers: ``{worker: Result}``, each result a list of agent summaries."""
-        return self.router.agents(workers)
-
-    def status(self, workers: Selector = None) -> Dict[str, dict]:
-        """Status of the selected workers: ``{worker: Result}``."""
-        return self.router.status(workers)
-
-    def invoke(
-        self,
-        agent: str,
-        instructions: str,
-        session_id: Optional[str] = None,
-        workers: Selector = None,
-        timeout: Optional[float] = None,
-    ) -> dict:
-        """
-        Run one agent turn on the worker serving ``agent`` (or owning ``session_id``).
-
-        Args:
-            agent: agent name.
-            instructions: what to ask the agent.
-            session_id: continue this session, on its own worker.
-            workers: worker selector narrowing where the agent is looked up.
-            timeout: run budget in seconds (the job waits a little longer).
-
-        Returns:
-            The worker's Result dict; ``result`` holds response, run_id,
-            session_id, agent, worker, stop_reason, tool_calls, usage, warnings.
-        """
-        target = self.router.resolve(agent, workers, session_id)
-        kwargs = {"instructions": instructions, "session_id": session_id}
-        if timeout:
-            kwargs["timeout"] = timeout
-        return self.router.one("invoke", target, kwargs, timeout=invoke_job_timeout(timeout))
-
-    def command(self, agent: str, command: str, session_id: Optional[str] = None, workers: Selector = None) -> dict:
-        """Run a native slash command such as ``/usage`` in the agent's (session's) chat."""
-        target = self.router.resolve(agent, workers, session_id)
-        return self.router.one("command", target, {"command": command, "session_id": session_id}, timeout=COMMAND_JOB_TIMEOUT)
-
-    def sessions(self, agent: str, workers: Selector = None, limit: int = 20) -> dict:
-        """The agent's sessions, newest activity first."""
-        return self.router.one("get_sessions", self.router.resolve(agent, workers), {"limit": limit})
-
-    def session(self, agent: str, session_id: str, workers: Selector = None, limit: int = 50) -> dict:
-        """One session with its newest messages, from the worker owning it."""
-        target = self.router.resolve(agent, workers, session_id)
-        return self.router.one("get_session", target, {"session_id": session_id, "limit": limit})
-
-    def interrupt(self, agent: str, run_id: str, workers: Selector = None) -> dict:
-        """Stop a running turn; the invoke returns with stop_reason ``interrupted``."""
-        return self.router.one("interrupt", self.router.run_owner(agent, run_id, workers), {"run_id": run_id})

@@ -1,0 +1,85 @@
+"""
+``Hermes(client)``: the hermes service from Python, the way the ``nf#``
+commands use it: agents found across workers, runs routed to the worker
+that serves the agent (or owns the session), interrupts, sessions and
+commands.
+"""
+
+from typing import Any, Dict, Optional
+
+from .router import BROKER_TIMEOUT, COMMAND_JOB_TIMEOUT, Router, Selector, invoke_job_timeout
+
+
+class Hermes:
+    """
+    Python access to hermes agents with the shell's routing.
+
+    Methods that address one agent return that worker's NorFab Result dict
+    (``result``, ``failed``, ``errors``, ...); fan-out methods return Result
+    dicts by worker. Routing problems raise :class:`RoutingError`; a task
+    that ran and failed is returned with ``failed`` set and its ``errors``.
+
+    Args:
+        client: NorFab ``NFPClient``, e.g. ``nf.make_client()``.
+        timeout: seconds to wait for the broker and for control tasks.
+    """
+
+    def __init__(self, client: Any, timeout: float = BROKER_TIMEOUT) -> None:
+        self.client = client
+        self.router = Router(client, timeout)
+
+    def agents(self, workers: Selector = None) -> Dict[str, dict]:
+        """Agents of the selected workers: ``{worker: Result}``, each result a list of agent summaries."""
+        return self.router.agents(workers)
+
+    def status(self, workers: Selector = None) -> Dict[str, dict]:
+        """Status of the selected workers: ``{worker: Result}``."""
+        return self.router.status(workers)
+
+    def invoke(
+        self,
+        agent: str,
+        instructions: str,
+        session_id: Optional[str] = None,
+        workers: Selector = None,
+        timeout: Optional[float] = None,
+    ) -> dict:
+        """
+        Run one agent turn on the worker serving ``agent`` (or owning ``session_id``).
+
+        Args:
+            agent: agent name.
+            instructions: what to ask the agent.
+            session_id: continue this session, on its own worker.
+            workers: worker selector narrowing where the agent is looked up.
+            timeout: run budget in seconds (the job waits a little longer).
+
+        Returns:
+            The worker's Result dict; ``result`` holds response, run_id,
+            session_id, agent, worker, stop_reason, tool_calls, usage, warnings.
+        """
+        target = self.router.resolve(agent, workers, session_id)
+        kwargs = {"instructions": instructions, "session_id": session_id}
+        if timeout:
+            kwargs["timeout"] = timeout
+        return self.router.one("invoke", target, kwargs, timeout=invoke_job_timeout(timeout))
+
+    def command(self, agent: str, command: str, session_id: Optional[str] = None, workers: Selector = None) -> dict:
+        """Run a native slash command such as ``/usage`` in the agent's (session's) chat."""
+        target = self.router.resolve(agent, workers, session_id)
+        return self.router.one(
+            "command", target, {"command": command, "session_id": session_id}, timeout=COMMAND_JOB_TIMEOUT
+        )
+
+    def sessions(self, agent: str, workers: Selector = None, limit: int = 20) -> dict:
+        """The agent's sessions, newest activity first."""
+        return self.router.one("get_sessions", self.router.resolve(agent, workers), {"limit": limit})
+
+    def session(self, agent: str, session_id: str, workers: Selector = None, limit: int = 50) -> dict:
+        """One session with its newest messages, from the worker owning it."""
+        target = self.router.resolve(agent, workers, session_id)
+        return self.router.one("get_session", target, {"session_id": session_id, "limit": limit})
+
+    def interrupt(self, agent: str, run_id: str, workers: Selector = None) -> dict:
+        """Stop a running turn; the invoke returns with stop_reason ``interrupted``."""
+        return self.router.one("interrupt", self.router.run_owner(agent, run_id, workers), {"run_id": run_id})
