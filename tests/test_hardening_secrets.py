@@ -38,7 +38,8 @@ AGENTS = {
 LAB = Lab(workers={WORKER: AGENTS}, hosts=("r9",), devices={"r9": HOSTILE_DEVICE}, env={"NF_HARDENING_KEY": API_KEY})
 
 
-def invoke(nf, instructions):
+def audit(nf, instructions):
+    """Invoke the auditor agent; its Result dict and every job event it sent."""
     future = nf.client.submit_job("hermes", "invoke", kwargs={"agent": "auditor", "instructions": instructions}, workers=WORKER, timeout=90)
     events = list(future.events(timeout=90))
     return future.result(timeout=90)[WORKER], events
@@ -46,7 +47,7 @@ def invoke(nf, instructions):
 
 def test_device_secrets_are_masked_and_the_evidence_kept(lab, model):
     nf, base = lab
-    result, events = invoke(nf, 'CALL show_config {"FB": "r9"}')
+    result, events = audit(nf, 'CALL show_config {"FB": "r9"}')
     response = result["result"]["response"]
     for line in (
         "enable secret 5 ***",
@@ -58,14 +59,14 @@ def test_device_secrets_are_masked_and_the_evidence_kept(lab, model):
         "description uplink {{ norfab.run_job",
     ):
         assert line in response.replace("\\n", "\n"), line
-    yaml_result, yaml_events = invoke(nf, 'CALL show_yaml {"FB": "r9"}')
+    yaml_result, yaml_events = audit(nf, 'CALL show_yaml {"FB": "r9"}')
     assert "password: ***\\nuser: admin" in yaml_result["result"]["response"]
     # the tool result the model read is valid JSON
     tool_messages = [m for b in model.model.completions() for m in b["messages"] if m.get("role") == "tool"]
     assert tool_messages
     assert all(json.loads(m["content"])["ok"] for m in tool_messages)
 
-    failed, failed_events = invoke(nf, "FAIL 401")  # the provider quotes the key back
+    failed, failed_events = audit(nf, "FAIL 401")  # the provider quotes the key back
     assert failed["result"]["stop_reason"] == "provider_error"
     assert any("HTTP 401" in w for w in failed["result"]["warnings"])
 

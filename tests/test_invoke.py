@@ -58,7 +58,8 @@ def test_an_agent_never_sends_another_agents_key(nf, model):
     token = uuid.uuid4().hex[:8]
     assert not run(nf.client, "invoke", agent="beta", instructions=f"whose key {token}")["failed"]
     sent = [r["authorization"] for r in model.model.requests if token in str(r["body"])]
-    assert sent and not any(SECRET in str(a) for a in sent), sent
+    assert sent, sent
+    assert not any(SECRET in str(a) for a in sent), sent
 
 
 def test_session_continues_and_a_new_invoke_starts_fresh(nf, model):

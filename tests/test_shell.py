@@ -114,7 +114,8 @@ def test_invoke_and_chat_show_the_reply_once_as_it_is_written(nf, app):
     lines = out.splitlines()
     streamed = lines.index(words)  # the words as they came, on one line, before the run's end ...
     ended = next(i for i, line in enumerate(lines) if re.search(r"INFO +run \w+ completed", line))
-    assert streamed < ended and out.count("word29") == 1, out  # ... and not again after it
+    assert streamed < ended, out
+    assert out.count("word29") == 1, out  # ... and not again after it
     assert re.search(r"completed \| run \w+ \| session", lines[-2]), out  # the run's ids still follow
     assert not re.search(r"INFO +reply$", out, re.M)  # reply updates are not event lines
     out = nfcli(app, "hermes chat bgp", ["STREAM 10 0.05", "/exit"])

@@ -188,7 +188,8 @@ def test_delete_without_a_terminal_needs_yes(nf, app, files):
 
     out = nfcli(app, f"hermes delete ifscripted workers {LAB2} yes")
     assert last_job(nf.client, "manage_agent")["kwargs"] == {"agent": "ifscripted", "action": "delete"}
-    assert "removed profile" in out and "ifscripted" not in nfcli(app, "hermes agents")
+    assert "removed profile" in out
+    assert "ifscripted" not in nfcli(app, "hermes agents")
 
 
 @pytest.mark.parametrize(

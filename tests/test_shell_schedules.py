@@ -191,5 +191,6 @@ def test_schedules_history_and_status_fit_80_columns_and_history_works_in_the_su
         finally:
             app.onecmd("top")
     assert f"runs of schedule 'narrow-check' ({schedule_id}, scheduled" in flat(out.getvalue())
-    assert flat(out.getvalue()).count("runs of schedule 'narrow-check'") == 1 and session.group(1) in out.getvalue()
+    assert flat(out.getvalue()).count("runs of schedule 'narrow-check'") == 1
+    assert session.group(1) in out.getvalue()
     nfcli(app, f"hermes schedule bgp remove {schedule_id}")
