@@ -122,8 +122,7 @@ def test_line_separators_cannot_add_commands(lab, model, separator):
 
 
 def test_a_definition_cannot_offer_guarded_arguments_or_forbidden_targets():
-    from norfab_hermes.errors import InventoryError
-    from norfab_hermes.models import parse_agent
+    from norfab_hermes.models import InventoryError, parse_agent
 
     schema = {"type": "object", "properties": {"FB": {"type": "string"}, "run_ttp": {"type": "string"}}}
     with pytest.raises(InventoryError, match=r"input_schema offers 'run_ttp' \(a TTP template"):
