@@ -59,9 +59,9 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # |   eval               |   (eval also testing: it runs the shipped lab and scripted model)  |
 # | worker/files.py      | nothing of the package                                             |
 # | worker/hermes/       | the pure rooms, worker/files.py                                    |
-# | worker/tools/        | the pure rooms, files, hermes                                      |
+# | worker/tools/        | the pure rooms (it reaches NorFab through the worker's client)     |
 # | worker/agents/       | the pure rooms, files, hermes, tools (never runs, schedules, ...)  |
-# | worker/sessions/     | the pure rooms, files, hermes, tools, agents, runs                 |
+# | worker/sessions/     | the pure rooms, files, hermes                                      |
 # | worker/runs/         | the pure rooms, files, hermes, tools, agents, sessions             |
 # | worker/schedules/    | the pure rooms, files, hermes, tools, agents, sessions, runs       |
 # | worker/host.py       | every room below it: the pure rooms and files ... schedules        |
@@ -69,9 +69,7 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # | worker wiring        | everything in the worker (hermes_worker.py, worker/__init__.py)    |
 #
 # So nothing below worker/host.py imports host.py, hermes_worker.py or
-# worker/tasks/; the tasks reach Hermes only through the host. runs/ and
-# sessions/ still import each other (runs/pipeline.py uses sessions/store.py,
-# sessions/commands.py runs its command through runs/turn.py).
+# worker/tasks/; the tasks reach Hermes only through the host.
 PURE = {"errors", "safety", "models", "norfab_compat"}
 CLIENT = {"routing", "nfcli_shell", "nfcli", "eval"}
 BELOW_HOST = {"files", "hermes", "tools", "agents", "sessions", "runs", "schedules"}
@@ -85,9 +83,9 @@ ROOMS = {
     "eval": PURE | CLIENT | {"testing"},
     "files": set(),
     "hermes": PURE | {"files"},
-    "tools": PURE | {"files", "hermes"},
+    "tools": PURE,
     "agents": PURE | {"files", "hermes", "tools"},
-    "sessions": PURE | {"files", "hermes", "tools", "agents", "runs"},
+    "sessions": PURE | {"files", "hermes"},
     "runs": PURE | {"files", "hermes", "tools", "agents", "sessions"},
     "schedules": PURE | {"files", "hermes", "tools", "agents", "sessions", "runs"},
     "host": PURE | BELOW_HOST,
