@@ -86,7 +86,8 @@ def test_a_tool_result_is_kept_whole_with_the_digest_of_what_the_network_worker_
     assert artifact["sha256"] == hashlib.sha256(raw.encode()).hexdigest()
 
     whole = ok(run(nf.client, "evidence", agent="checker", artifact_id=artifact["artifact_id"]))["artifact"]
-    assert whole["text"] == raw and len(raw) > 400, "the artifact is not the whole output"
+    assert whole["text"] == raw, "the artifact is not the whole output"
+    assert len(raw) > 400, "the artifact is not the whole output"
     listed = ok(run(nf.client, "evidence", agent="checker", run_id=reply["run_id"]))["artifacts"]
     assert [a["artifact_id"] for a in listed] == [artifact["artifact_id"]]
 
@@ -96,10 +97,12 @@ def test_an_artifact_is_its_own_agents(lab):
     reply = ok(run(nf.client, "invoke", job_timeout=120, agent="checker", instructions='CALL brief {"FB": "r1"}'))
     artifact_id = reply["artifacts"][0]["artifact_id"]
     res = run(nf.client, "evidence", agent="other", artifact_id=artifact_id)
-    assert res["failed"] and res["result"]["code"] == "unknown_artifact"
+    assert res["failed"]
+    assert res["result"]["code"] == "unknown_artifact"
     assert not ok(run(nf.client, "evidence", agent="other", run_id=reply["run_id"]))["artifacts"]
     res = run(nf.client, "evidence", agent="checker", artifact_id="../../checker/index")
-    assert res["failed"] and "artifact_id" in res["errors"][0]
+    assert res["failed"]
+    assert "artifact_id" in res["errors"][0]
 
 
 def test_the_incident_note_links_every_quoted_line_to_its_artifact_and_digest(lab):
@@ -108,7 +111,9 @@ def test_the_incident_note_links_every_quoted_line_to_its_artifact_and_digest(la
     [artifact] = reply["artifacts"]
     note = ok(run(nf.client, "report", agent="checker", session_id=reply["session_id"]))
     quoted = reply["response"].split("```")[1].strip().splitlines()
-    assert len(quoted) == 2 and note["quotes"] == 2 and note["linked"] == 1, reply["response"]
+    assert len(quoted) == 2, reply["response"]
+    assert note["quotes"] == 2, reply["response"]
+    assert note["linked"] == 1, reply["response"]
     link = f"from [{artifact['artifact_id']}](artifacts/{artifact['artifact_id']}.txt) r1 {CLOCK}, sha256 `{artifact['sha256']}`"
     markdown = note["markdown"]
     for line in quoted[:-1]:

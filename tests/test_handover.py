@@ -88,11 +88,13 @@ def test_the_briefing_cites_sessions_runs_and_jobs_of_both_workers(fleet):
     reply = Hermes(nf.client).handover("noc", since="1h")
     assert not reply["failed"], reply["errors"]
     result = reply["result"]
-    assert result["writer"] == f"noc@{W1}" and result["unreachable"] == []
+    assert result["writer"] == f"noc@{W1}"
+    assert result["unreachable"] == []
     assert {m["worker"] for m in result["material"]} == {W1, W2}
     briefing = result["briefing"]["response"]
     for done in (first, second, change):
-        assert done["session_id"] in briefing and done["run_id"] in briefing, done["session_id"]
+        assert done["session_id"] in briefing, done["session_id"]
+        assert done["run_id"] in briefing, done["session_id"]
         assert done["tool_calls"][0]["job_uuid"] in briefing
     [finding] = history
     assert f"Run {finding['run_id']}, session {finding['session_id']}" in briefing
@@ -100,7 +102,8 @@ def test_the_briefing_cites_sessions_runs_and_jobs_of_both_workers(fleet):
     # the schedule's run is handed over as its finding, not as a session of its own
     assert f"Session {finding['session_id']}" not in briefing
     sessions = {s["session_id"]: s for m in result["material"] for s in m["sessions"]}
-    assert sessions[second["session_id"]]["worker"] == W2 and "show clock" not in json.dumps(sessions[second["session_id"]]["actions"])
+    assert sessions[second["session_id"]]["worker"] == W2
+    assert "show clock" not in json.dumps(sessions[second["session_id"]]["actions"])
 
 
 def test_a_handover_since_now_has_nothing_and_an_unknown_writer_is_refused(fleet):
@@ -111,4 +114,5 @@ def test_a_handover_since_now_has_nothing_and_an_unknown_writer_is_refused(fleet
     with pytest.raises(RoutingError, match="agent 'nobody' not found"):
         Hermes(nf.client).handover("nobody")
     res = run(nf.client, "handover", W1, since="last tuesday")
-    assert res["failed"] and res["errors"][0].startswith("since: 'last tuesday' is neither")
+    assert res["failed"]
+    assert res["errors"][0].startswith("since: 'last tuesday' is neither")

@@ -63,7 +63,8 @@ def test_a_fact_saved_is_recalled_after_kill_9_by_its_own_agent_only(model, tmp_
     with norfab(tmp_path, {WORKER: hermes_worker(model.base_url, AGENTS)}, separate=(WORKER,)) as nf:
         with worker_process(nf, WORKER) as process:
             saved = invoke(nf, "keeper", call("memory", {"action": "add", "target": "memory", "content": FACT}))
-            assert saved["tool_calls"][0]["tool"] == "memory" and saved["tool_calls"][0]["status"] == "completed"
+            assert saved["tool_calls"][0]["tool"] == "memory"
+            assert saved["tool_calls"][0]["status"] == "completed"
             kill_process_group(process, signal.SIGKILL)
 
         with worker_process(nf, WORKER):
@@ -96,13 +97,16 @@ def test_what_is_saved_is_redacted_and_the_operator_clears_it(lab, model):
     invoke(nf, "keeper", call("memory", {"action": "add", "target": "memory", "content": f"admin password {SECRET}"}))
     invoke(nf, "keeper", call("memory", {"action": "add", "target": "user", "content": "The operator is Ana"}))
     listed = memory(nf, "keeper")
-    assert "admin password ***" in listed["memory"] and listed["user"] == ["The operator is Ana"]
+    assert "admin password ***" in listed["memory"]
+    assert listed["user"] == ["The operator is Ana"]
     assert (listed["memory_on"], listed["skills_on"]) == (True, True)
     [saved] = base.rglob("profiles/keeper/memories/MEMORY.md")
-    assert "admin password ***" in saved.read_text() and SECRET not in saved.read_text()
+    assert "admin password ***" in saved.read_text()
+    assert SECRET not in saved.read_text()
 
     cleared = memory(nf, "keeper", action="clear", target="memory", entry="admin password")
-    assert "admin password ***" not in cleared["memory"] and "1 memory entry" in cleared["message"]
+    assert "admin password ***" not in cleared["memory"]
+    assert "1 memory entry" in cleared["message"]
     assert memory(nf, "keeper", action="clear", target="user")["user"] == []
     invoke(nf, "keeper", "WHAT DO YOU REMEMBER now")
     assert "admin password" not in systems(model, "WHAT DO YOU REMEMBER now")[-1]
@@ -116,16 +120,19 @@ def test_skills_are_listed_and_cleared(nf):
     assert (skill["name"], skill["description"]) == ("partner-x-recovery", "Recover the PARTNER-X peering")
     assert memory(nf, "keeper", action="clear", target="skills", entry="partner-x-recovery")["skills"] == []
     res = run(nf.client, "memory", agent="keeper", action="clear", target="skills", entry="partner-x-recovery")
-    assert res["failed"] and res["errors"][0].startswith("entry: ")
+    assert res["failed"]
+    assert res["errors"][0].startswith("entry: ")
     assert "stranger" not in res["errors"][0]
 
 
 def test_an_agent_without_memory_has_no_memory_tool(nf, model):
     reply = invoke(nf, "plain", call("memory", {"action": "add", "target": "memory", "content": "x"}))
-    assert reply["tool_calls"] == [] and reply["response"].startswith("ECHO:")
+    assert reply["tool_calls"] == []
+    assert reply["response"].startswith("ECHO:")
     [request] = [r for r in model.model.completions() if "You have no memory." in json.dumps(r["messages"][:1])][-1:]
     assert "memory" not in {t["function"]["name"] for t in request.get("tools") or []}
     listed = memory(nf, "plain")
     assert (listed["memory_on"], listed["memory"]) == (False, [])
     res = run(nf.client, "memory", agent="plain", action="clear")
-    assert res["failed"] and "target" in res["errors"][0]
+    assert res["failed"]
+    assert "target" in res["errors"][0]

@@ -57,7 +57,9 @@ def watched_run(lab):
 def test_the_reader_lists_searches_and_reads_the_named_agents_sessions(lab, watched_run):
     nf, _ = lab
     call, listed = read(nf, action="list_sessions", agent="watched")
-    assert call["status"] == "completed" and call["service"] is None and call["job_uuid"] is None
+    assert call["status"] == "completed"
+    assert call["service"] is None
+    assert call["job_uuid"] is None
     assert watched_run["session_id"] in [s["session_id"] for s in listed["records"]]
     _, found = read(nf, action="search_sessions", agent="watched", text="timekeeping")
     assert {hit["session_id"] for hit in found["records"]} == {watched_run["session_id"]}
@@ -72,7 +74,8 @@ def test_the_reader_reads_the_evidence_whole(lab, watched_run):
     assert [a["artifact_id"] for a in listed["records"]] == [artifact["artifact_id"]]
     _, whole = read(nf, action="read_artifact", agent="watched", artifact_id=artifact["artifact_id"])
     text = run(nf.client, "evidence", agent="watched", artifact_id=artifact["artifact_id"])["result"]["artifact"]["text"]
-    assert whole["records"]["text"] == text and whole["records"]["sha256"] == artifact["sha256"]
+    assert whole["records"]["text"] == text
+    assert whole["records"]["sha256"] == artifact["sha256"]
 
 
 def test_the_reader_reads_schedule_history(lab):
@@ -82,7 +85,8 @@ def test_the_reader_reads_schedule_history(lab):
     _, listed = read(nf, action="list_schedules", agent="watched")
     assert [s["name"] for s in listed["records"]] == ["clock-watch"]
     call, history = read(nf, action="schedule_history", agent="watched", schedule="clock-watch")
-    assert call["status"] == "completed" and history["records"] == []
+    assert call["status"] == "completed"
+    assert history["records"] == []
     run(nf.client, "schedule", agent="watched", action="remove", schedule_id="clock-watch")
 
 
@@ -103,8 +107,11 @@ def test_another_agents_records_and_the_services_tasks_stay_out_of_reach(lab, ar
         arguments = {**arguments, "session_id": private["session_id"]}
     received = len(network_jobs(base, WORKER))
     call, answer = read(nf, **arguments)
-    assert call["status"] == "refused" and refusal in call["error"] and not answer["ok"]
-    assert "records" not in answer and "show clock" not in json.dumps(answer)
+    assert call["status"] == "refused"
+    assert refusal in call["error"]
+    assert not answer["ok"]
+    assert "records" not in answer
+    assert "show clock" not in json.dumps(answer)
     # the hermes worker received the reader's invoke and this test's read of its session, nothing else
     assert [task for task, _ in network_jobs(base, WORKER)[received:]] == ["invoke", "get_session"]
 
@@ -114,5 +121,6 @@ def test_another_agents_artifact_cannot_be_read(lab):
     private = invoke(nf, "private", 'CALL clock {"FB": "r1"}')
     artifact_id = private["artifacts"][0]["artifact_id"]
     call, answer = read(nf, action="read_artifact", agent="watched", artifact_id=artifact_id)
-    assert call["status"] == "refused" and f"artifact '{artifact_id}' not found for agent 'watched'" in call["error"]
+    assert call["status"] == "refused"
+    assert f"artifact '{artifact_id}' not found for agent 'watched'" in call["error"]
     assert "text" not in json.dumps(answer)

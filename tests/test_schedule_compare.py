@@ -69,24 +69,30 @@ def test_runs_are_ok_then_regressed_when_the_output_changes_and_recovered_when_i
     nf, model = lab
     definition = {"name": "partner-x", "prompt": PROMPT, "schedule": "every 1h", "compare": True, "criteria": [UP]}
     [created] = hermes(nf, "schedule", agent="noc", action="create", definition=definition)["schedules"]
-    assert created["compare"] is True and created["criteria"][0]["name"] == "PARTNER-X up"
+    assert created["compare"] is True
+    assert created["criteria"][0]["name"] == "PARTNER-X up"
 
     core1(nf, "clear ip bgp 10.250.0.2")
     first = run_now(nf, "partner-x", 1)
-    assert first["status"] == "ok" and first["criteria"][0]["met"], first
-    assert first["artifacts"][0]["device"] == "core1" and first["artifacts"][0]["command"] == "show ip bgp summary"
+    assert first["status"] == "ok", first
+    assert first["criteria"][0]["met"], first
+    assert first["artifacts"][0]["device"] == "core1"
+    assert first["artifacts"][0]["command"] == "show ip bgp summary"
 
     core1(nf, "lab reset")  # the session goes down again: Idle (PfxCt)
     second = run_now(nf, "partner-x", 2)
-    assert second["status"] == "regressed" and not second["criteria"][0]["met"], second
+    assert second["status"] == "regressed", second
+    assert not second["criteria"][0]["met"], second
     assert "Idle (PfxCt)" in second["response"]
     # the second run was given the first run's finding
     asked = [r for r in model.completions() if PROMPT in json.dumps(r["messages"][-1])][-1]
-    assert first["response"] in json.dumps(asked["messages"][-1]) and "Status:** ok" in json.dumps(asked["messages"][-1])
+    assert first["response"] in json.dumps(asked["messages"][-1])
+    assert "Status:** ok" in json.dumps(asked["messages"][-1])
 
     core1(nf, "clear ip bgp 10.250.0.2")
     third = run_now(nf, "partner-x", 3)
-    assert third["status"] == "recovered" and third["criteria"][0]["met"], third
+    assert third["status"] == "recovered", third
+    assert third["criteria"][0]["met"], third
     hermes(nf, "schedule", agent="noc", action="remove", schedule_id="partner-x")
 
 

@@ -62,10 +62,12 @@ def asked(model, text):
 def test_an_answer_that_matches_the_schema_is_carried_parsed(nf, model):
     result = invoke(nf, "planner", "CHECKLIST GOOD")
     assert result["structured_response"] == {"blockers": ["ACL 20"], "ready": False}
-    assert result["structured_error"] is None and result["stop_reason"] == "completed"
+    assert result["structured_error"] is None
+    assert result["stop_reason"] == "completed"
     [request] = asked(model, "CHECKLIST GOOD")
     sent = str(request["messages"][-1]["content"])
-    assert "Answer format" in sent and json.dumps(SCHEMA, sort_keys=True) in sent, "the model was not given the schema"
+    assert "Answer format" in sent, "the model was not given the schema"
+    assert json.dumps(SCHEMA, sort_keys=True) in sent, "the model was not given the schema"
 
 
 def test_a_broken_answer_is_corrected_once(nf, model):
@@ -79,8 +81,10 @@ def test_a_broken_answer_is_corrected_once(nf, model):
 def test_an_answer_still_broken_after_one_retry_is_reported(nf, model):
     before = len(asked(model, "Answer again with only the JSON document"))
     result = invoke(nf, "hopeless", "CHECKLIST SLOPPY")
-    assert result["structured_response"] is None and result["response"] == "still prose"
-    assert "after one corrective turn" in result["structured_error"] and "not JSON" in result["structured_error"]
+    assert result["structured_response"] is None
+    assert result["response"] == "still prose"
+    assert "after one corrective turn" in result["structured_error"]
+    assert "not JSON" in result["structured_error"]
     assert len(asked(model, "Answer again with only the JSON document")) == before + 1, "retried more than once"
 
 
@@ -95,4 +99,6 @@ def test_start_run_and_a_bad_schema(nf):
         time.sleep(0.3)
     assert state["result"]["structured_response"] == {"blockers": ["ACL 20"], "ready": False}
     res = run(nf.client, "invoke", agent="planner", instructions="x", response_schema={"type": "nonsense"})
-    assert res["failed"] and "response_schema" in res["errors"][0] and "not a valid JSON schema" in res["errors"][0]
+    assert res["failed"]
+    assert "response_schema" in res["errors"][0]
+    assert "not a valid JSON schema" in res["errors"][0]

@@ -29,8 +29,10 @@ def test_a_nornir_reply_is_one_piece_per_device_and_command():
         ("nornir-worker-1", "r1", "show run"),
         ("nornir-worker-1", "r2", "show ip interface brief"),
     ]
-    assert pieces[0].text == OUTPUT and not pieces[0].redacted
-    assert pieces[1].text == "username admin password 0 ***" and pieces[1].redacted
+    assert pieces[0].text == OUTPUT
+    assert not pieces[0].redacted
+    assert pieces[1].text == "username admin password 0 ***"
+    assert pieces[1].redacted
 
 
 def test_any_other_task_is_one_piece_under_its_service_and_task():
@@ -43,7 +45,8 @@ def test_any_other_task_is_one_piece_under_its_service_and_task():
 def test_a_quote_is_found_in_the_artifact_that_holds_it():
     texts = {"a" * 16: "Gi0/1   up   up\nGi0/2  down", "b" * 16: "other"}
     assert capture.quoted("Gi0/2 down", texts) == "a" * 16
-    assert capture.quoted("Gi0/3 down", texts) is None and capture.quoted("  ", texts) is None
+    assert capture.quoted("Gi0/3 down", texts) is None
+    assert capture.quoted("  ", texts) is None
 
 
 def store(tmp_path, days=30):
@@ -58,9 +61,12 @@ def test_kept_artifacts_are_listed_by_run_and_session_and_read_back_whole(tmp_pa
     kept = evidence.keep_run(RUN, "brief", "nornir.cli", "job-1", capture.pieces("nornir", "cli", NORNIR), "ana")
     assert [a.sha256 for a in kept] == [hashlib.sha256(p.text.encode()).hexdigest() for p in capture.pieces("nornir", "cli", NORNIR)]
     assert evidence.artifacts("noc", run_id=RUN.run_id) == kept == evidence.artifacts("noc", session_id="s1")
-    assert evidence.artifacts("noc", run_id="other") == [] and evidence.artifacts("service") == []
+    assert evidence.artifacts("noc", run_id="other") == []
+    assert evidence.artifacts("service") == []
     whole = evidence.artifact("noc", kept[0].artifact_id)
-    assert whole.text == OUTPUT and whole.approved_by == "ana" and whole.job_uuid == "job-1"
+    assert whole.text == OUTPUT
+    assert whole.approved_by == "ana"
+    assert whole.job_uuid == "job-1"
     with pytest.raises(UnknownArtifact):
         evidence.artifact("service", kept[0].artifact_id)
     with pytest.raises(InvalidRequest, match="artifact_id"):
@@ -95,4 +101,5 @@ def test_the_incident_note_links_each_quote_or_says_it_is_not_in_the_evidence(tm
     assert (quotes, linked) == (2, 1)
     assert f"> `Gi0/1      up`  \n> from [{artifact.artifact_id}](artifacts/{artifact.artifact_id}.txt) r1 show ip interface brief, sha256 `{artifact.sha256}`" in markdown
     assert "> `Gi0/9 invented`  \n> **not found in the evidence of this session**" in markdown
-    assert "> Check r1" in markdown and "Answer format" not in markdown
+    assert "> Check r1" in markdown
+    assert "Answer format" not in markdown

@@ -35,8 +35,11 @@ def test_the_writer_is_given_every_reference_and_the_request_last():
         "t",
         DEFAULT_REQUEST,
     )
-    assert "### Session s1 of agent service on w1" in text and "Runs: r1" in text and "NorFab jobs: j1" in text
+    assert "### Session s1 of agent service on w1" in text
+    assert "Runs: r1" in text
+    assert "NorFab jobs: j1" in text
     assert "Action: clear on core1 approved by nfclient (run r1, job j2)" in text
-    assert "### Schedule watch (c1) of agent routing on w2: regressed" in text and "Run r9, session s9, NorFab jobs: j9" in text
+    assert "### Schedule watch (c1) of agent routing on w2: regressed" in text
+    assert "Run r9, session s9, NorFab jobs: j9" in text
     assert "Criterion NOT met: up (Idle)" in text
     assert text.splitlines()[-2:] == [BRIEF, DEFAULT_REQUEST]

@@ -34,16 +34,20 @@ def read(**arguments):
 def test_the_spec_offers_only_the_actions_and_agents_its_definition_names():
     properties = SPEC.parameters["properties"]
     assert properties["action"]["enum"] == ["list_sessions", "search_sessions", "read_session"]
-    assert properties["agent"]["enum"] == ["watched"] and SPEC.parameters["additionalProperties"] is False
-    assert SPEC.where() == (None, None, None) and SPEC.summary()["kind"] == "records"
+    assert properties["agent"]["enum"] == ["watched"]
+    assert SPEC.parameters["additionalProperties"] is False
+    assert SPEC.where() == (None, None, None)
+    assert SPEC.summary()["kind"] == "records"
 
 
 def test_sessions_are_listed_searched_and_read_with_secrets_masked():
     assert [s["session_id"] for s in read(action="list_sessions", agent="watched")["records"]] == ["s1"]
     [hit] = read(action="search_sessions", agent="watched", text="cust-a-in")["records"]
-    assert hit["session_id"] == "s1" and "CUST-A-IN" in hit["excerpt"]
+    assert hit["session_id"] == "s1"
+    assert "CUST-A-IN" in hit["excerpt"]
     whole = read(action="read_session", agent="watched", session_id="s1")["records"]
-    assert "$1$" not in json.dumps(whole) and "enable secret 5 ***" in whole["messages"][0]["content"]
+    assert "$1$" not in json.dumps(whole)
+    assert "enable secret 5 ***" in whole["messages"][0]["content"]
 
 
 @pytest.mark.parametrize(

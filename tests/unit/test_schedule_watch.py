@@ -24,15 +24,19 @@ def test_a_criterion_is_judged_on_its_tools_evidence_of_its_device():
     other = artifact("bgp_summary", "core2", "10.250.0.2      4   64900  00:00:09       212")
     assert watch.judge([UP], "", [up])[0].met
     [missed] = watch.judge([UP], "", [down, other])
-    assert not missed.met and missed.criterion == "PARTNER-X up" and "no line matches" in missed.detail
+    assert not missed.met
+    assert missed.criterion == "PARTNER-X up"
+    assert "no line matches" in missed.detail
     [absent] = watch.judge([UP], "", [])
-    assert not absent.met and absent.detail == "bgp_summary was not called"
+    assert not absent.met
+    assert absent.detail == "bgp_summary was not called"
 
 
 def test_an_absent_criterion_holds_when_nothing_matches_and_a_plain_one_reads_the_finding():
     acl = artifact("access_list", "dist1", "20 deny tcp any host 10.200.50.10 eq 443 log (1532 matches)")
     [denied] = watch.judge([NO_DENY], "", [acl])
-    assert not denied.met and "20 deny tcp" in denied.detail
+    assert not denied.met
+    assert "20 deny tcp" in denied.detail
     assert watch.judge([NO_DENY], "", [artifact("access_list", "dist1", "10 permit ip any any")])[0].met
     assert watch.judge([SAID], "The app is reachable", [])[0].met
 
@@ -44,19 +48,24 @@ def test_status_is_ok_regressed_or_recovered_only_for_a_completed_run():
     assert watch.status("ok", [unmet], "regressed") == "regressed"
     assert watch.status("ok", [met], "regressed") == "recovered"
     assert watch.status("ok", [met], "recovered") == "ok"
-    assert watch.status("failed", [unmet], "ok") == "failed" and watch.status("ok", [], "regressed") == "ok"
+    assert watch.status("failed", [unmet], "ok") == "failed"
+    assert watch.status("ok", [], "regressed") == "ok"
     history = [ScheduleRun(schedule_id="x", status=s) for s in ("failed", "missed", "regressed", "ok")]
-    assert watch.previous_status(history) == "regressed" and watch.previous_status([]) is None
+    assert watch.previous_status(history) == "regressed"
+    assert watch.previous_status([]) is None
 
 
 def test_the_watch_file_keeps_criteria_schema_and_the_end_of_observation(tmp_path):
     watches = watch.Watches(lambda agent: tmp_path / agent)
     kept = watches.set("noc", "job1", ScheduleDefinition(criteria=[UP], observe_for="6h", response_schema={"type": "object"}))
-    assert kept.criteria == [UP] and kept.response_schema == {"type": "object"}
+    assert kept.criteria == [UP]
+    assert kept.response_schema == {"type": "object"}
     until = datetime.fromisoformat(kept.until)
     assert timedelta(hours=5, minutes=59) < until - datetime.now(timezone.utc) <= timedelta(hours=6)
-    assert not kept.ended(datetime.now(timezone.utc)) and kept.ended(until)
+    assert not kept.ended(datetime.now(timezone.utc))
+    assert kept.ended(until)
     assert watches.set("noc", "job1", ScheduleDefinition(prompt="new")).criteria == [UP], "an update lost the criteria"
     assert watch.hermes_fields(ScheduleDefinition(prompt="p", compare=True, criteria=[UP])) == {"prompt": "p"}
     watches.forget("noc", "job1")
-    assert watches.get("noc", "job1") == watch.Watch() and watches.all("service") == {}
+    assert watches.get("noc", "job1") == watch.Watch()
+    assert watches.all("service") == {}
