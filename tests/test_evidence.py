@@ -12,7 +12,7 @@ import sqlite3
 import zlib
 
 import pytest
-from conftest import hermes_worker, network, norfab, run
+from conftest import Lab, invoke, ok, run
 
 from norfab_hermes.testing.scenario import Scenario
 from norfab_hermes.testing.scripted_model import ScriptedModel, ScriptedModelServer
@@ -49,13 +49,8 @@ def model():
         yield server
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("evidence")
-    inventory = hermes_worker(model.base_url, AGENTS, tool_result_max_chars=400)
-    workers, files = network(["r1"], users={WORKER: inventory})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
+# the model is shown a cut version of results longer than 400 characters
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r1",), settings={"tool_result_max_chars": 400})
 
 
 def network_result(base, job_uuid, worker="nornir-worker-1"):
@@ -69,14 +64,9 @@ def network_result(base, job_uuid, worker="nornir-worker-1"):
     return data["result"][worker]["result"]
 
 
-def ok(res):
-    assert not res["failed"], res["errors"]
-    return res["result"]
-
-
 def test_a_tool_result_is_kept_whole_with_the_digest_of_what_the_network_worker_returned(lab):
     nf, base = lab
-    reply = ok(run(nf.client, "invoke", job_timeout=120, agent="checker", instructions='CALL brief {"FB": "r1"}'))
+    reply = invoke(nf, "checker", 'CALL brief {"FB": "r1"}')
     [call] = reply["tool_calls"]
     [artifact] = reply["artifacts"]
     assert call["truncated"], "the model was meant to see a cut result (tool_result_max_chars 400)"
@@ -92,9 +82,8 @@ def test_a_tool_result_is_kept_whole_with_the_digest_of_what_the_network_worker_
     assert [a["artifact_id"] for a in listed] == [artifact["artifact_id"]]
 
 
-def test_an_artifact_is_its_own_agents(lab):
-    nf, _ = lab
-    reply = ok(run(nf.client, "invoke", job_timeout=120, agent="checker", instructions='CALL brief {"FB": "r1"}'))
+def test_an_artifact_is_its_own_agents(nf):
+    reply = invoke(nf, "checker", 'CALL brief {"FB": "r1"}')
     artifact_id = reply["artifacts"][0]["artifact_id"]
     res = run(nf.client, "evidence", agent="other", artifact_id=artifact_id)
     assert res["failed"]
@@ -105,9 +94,8 @@ def test_an_artifact_is_its_own_agents(lab):
     assert "artifact_id" in res["errors"][0]
 
 
-def test_the_incident_note_links_every_quoted_line_to_its_artifact_and_digest(lab):
-    nf, _ = lab
-    reply = ok(run(nf.client, "invoke", job_timeout=120, agent="checker", instructions="QUOTE r1"))
+def test_the_incident_note_links_every_quoted_line_to_its_artifact_and_digest(nf):
+    reply = invoke(nf, "checker", "QUOTE r1")
     [artifact] = reply["artifacts"]
     note = ok(run(nf.client, "report", agent="checker", session_id=reply["session_id"]))
     quoted = reply["response"].split("```")[1].strip().splitlines()

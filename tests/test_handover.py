@@ -10,7 +10,7 @@ import json
 import time
 
 import pytest
-from conftest import hermes_worker, network, norfab, run
+from conftest import hermes_worker, invoke, network, norfab, ok, run
 
 from norfab_hermes.routing import Hermes, RoutingError
 from norfab_hermes.testing.embedded import remote_worker
@@ -46,17 +46,8 @@ def fleet(tmp_path_factory):
         workers, files = network(["r1"], users={W1: hermes_worker(model.base_url, W1_AGENTS)})
         workers[W2] = hermes_worker(model.base_url, W2_AGENTS)
         with norfab(base, workers, files, separate=(W2,)) as nf:
-            with remote_worker(nf, W2, base / "core-host") as process:
-                yield nf, process
-
-
-def ok(res):
-    assert not res["failed"], res["errors"]
-    return res["result"]
-
-
-def invoke(nf, worker, agent, text):
-    return ok(run(nf.client, "invoke", worker, job_timeout=120, agent=agent, instructions=text))
+            with remote_worker(nf, W2, base / "core-host"):
+                yield nf
 
 
 def approved_change(nf):
@@ -73,9 +64,9 @@ def approved_change(nf):
 
 
 def test_the_briefing_cites_sessions_runs_and_jobs_of_both_workers(fleet):
-    nf, process = fleet
-    first = invoke(nf, W1, "service", 'CALL clock {"FB": "r1"}')
-    second = invoke(nf, W2, "routing", 'CALL clock {"FB": "r1"}')
+    nf = fleet
+    first = invoke(nf, "service", 'CALL clock {"FB": "r1"}', worker=W1)
+    second = invoke(nf, "routing", 'CALL clock {"FB": "r1"}', worker=W2)
     change, approver = approved_change(nf)
     definition = {"name": "core-watch", "prompt": 'CALL clock {"FB": "r1"}', "schedule": "every 1h"}
     ok(run(nf.client, "schedule", W2, agent="routing", action="create", definition=definition))
@@ -107,7 +98,7 @@ def test_the_briefing_cites_sessions_runs_and_jobs_of_both_workers(fleet):
 
 
 def test_a_handover_since_now_has_nothing_and_an_unknown_writer_is_refused(fleet):
-    nf, _ = fleet
+    nf = fleet
     quiet = Hermes(nf.client).handover("noc", since="2099-01-01T00:00:00+00:00")["result"]
     assert all(not m["sessions"] and not m["findings"] for m in quiet["material"])
     assert "0 item(s) to hand over" in quiet["briefing"]["response"]

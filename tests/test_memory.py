@@ -10,7 +10,7 @@ import json
 import signal
 
 import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, hermes_worker, invoke, norfab, ok, run
 
 from norfab_hermes.testing.embedded import kill_process_group, worker_process
 from norfab_hermes.testing.scenario import Scenario
@@ -26,6 +26,7 @@ AGENTS = {
     "stranger": {"instructions": "You are someone else.", "memory": True},
     "plain": {"instructions": "You have no memory."},
 }
+LAB = Lab(workers={WORKER: AGENTS})
 
 
 @pytest.fixture(scope="module")
@@ -38,16 +39,8 @@ def call(tool, arguments):
     return f"CALL {tool} {json.dumps(arguments)}"
 
 
-def invoke(nf, agent, text):
-    res = run(nf.client, "invoke", job_timeout=120, agent=agent, instructions=text)
-    assert not res["failed"], res["errors"]
-    return res["result"]
-
-
 def memory(nf, agent, **kwargs):
-    res = run(nf.client, "memory", agent=agent, **kwargs)
-    assert not res["failed"], res["errors"]
-    return res["result"]
+    return ok(run(nf.client, "memory", agent=agent, **kwargs))
 
 
 def systems(model, text):
@@ -78,18 +71,6 @@ def test_a_fact_saved_is_recalled_after_kill_9_by_its_own_agent_only(model, tmp_
             assert FACT not in systems(model, "WHAT DO YOU REMEMBER")[-1]
             assert memory(nf, "stranger")["memory"] == []
             assert memory(nf, "keeper")["memory"] == [FACT]
-
-
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("memory")
-    with norfab(base, {WORKER: hermes_worker(model.base_url, AGENTS)}) as nf:
-        yield nf, base
-
-
-@pytest.fixture
-def nf(lab):
-    return lab[0]
 
 
 def test_what_is_saved_is_redacted_and_the_operator_clears_it(lab, model):

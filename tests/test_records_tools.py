@@ -9,7 +9,7 @@ hermes worker received.
 import json
 
 import pytest
-from conftest import hermes_worker, network, network_jobs, norfab, run
+from conftest import Lab, invoke, network_jobs, run
 
 WORKER = "hermes-worker-1"
 FB = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
@@ -25,18 +25,7 @@ AGENTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("records")
-    workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
-
-
-def invoke(nf, agent, text):
-    res = run(nf.client, "invoke", job_timeout=120, agent=agent, instructions=text)
-    assert not res["failed"], res["errors"]
-    return res["result"]
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r1",))
 
 
 def read(nf, **arguments):
@@ -49,13 +38,11 @@ def read(nf, **arguments):
 
 
 @pytest.fixture(scope="module")
-def watched_run(lab):
-    nf, _ = lab
+def watched_run(nf):
     return invoke(nf, "watched", 'TIMEKEEPING CALL clock {"FB": "r1"}')
 
 
-def test_the_reader_lists_searches_and_reads_the_named_agents_sessions(lab, watched_run):
-    nf, _ = lab
+def test_the_reader_lists_searches_and_reads_the_named_agents_sessions(nf, watched_run):
     call, listed = read(nf, action="list_sessions", agent="watched")
     assert call["status"] == "completed"
     assert call["service"] is None
@@ -67,8 +54,7 @@ def test_the_reader_lists_searches_and_reads_the_named_agents_sessions(lab, watc
     assert any("TIMEKEEPING" in (m["content"] or "") for m in session["records"]["messages"])
 
 
-def test_the_reader_reads_the_evidence_whole(lab, watched_run):
-    nf, _ = lab
+def test_the_reader_reads_the_evidence_whole(nf, watched_run):
     [artifact] = watched_run["artifacts"]
     _, listed = read(nf, action="list_evidence", agent="watched", run_id=watched_run["run_id"])
     assert [a["artifact_id"] for a in listed["records"]] == [artifact["artifact_id"]]
@@ -78,8 +64,7 @@ def test_the_reader_reads_the_evidence_whole(lab, watched_run):
     assert whole["records"]["sha256"] == artifact["sha256"]
 
 
-def test_the_reader_reads_schedule_history(lab):
-    nf, _ = lab
+def test_the_reader_reads_schedule_history(nf):
     definition = {"name": "clock-watch", "prompt": 'CALL clock {"FB": "r1"}', "schedule": "every 1h"}
     assert not run(nf.client, "schedule", agent="watched", action="create", definition=definition)["failed"]
     _, listed = read(nf, action="list_schedules", agent="watched")
@@ -116,8 +101,7 @@ def test_another_agents_records_and_the_services_tasks_stay_out_of_reach(lab, ar
     assert [task for task, _ in network_jobs(base, WORKER)[received:]] == ["invoke", "get_session"]
 
 
-def test_another_agents_artifact_cannot_be_read(lab):
-    nf, _ = lab
+def test_another_agents_artifact_cannot_be_read(nf):
     private = invoke(nf, "private", 'CALL clock {"FB": "r1"}')
     artifact_id = private["artifacts"][0]["artifact_id"]
     call, answer = read(nf, action="read_artifact", agent="watched", artifact_id=artifact_id)

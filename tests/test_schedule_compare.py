@@ -32,13 +32,13 @@ UP = {"tool": "bgp_summary", "device": "core1", "match": "^10\\.250\\.0\\.2\\s.*
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    lab = settings(LAB)
-    lab.topology = [w for w in lab.topology if (w if isinstance(w, str) else next(iter(w))) != "hermes-worker-2"]
+def core_lab(tmp_path_factory):
+    spec = settings(LAB)
+    spec.topology = [w for w in spec.topology if (w if isinstance(w, str) else next(iter(w))) != "hermes-worker-2"]
     with scripted_model() as model:
         model.scenario = Scenario(RULES)
-        inventory = copy_lab(LAB, tmp_path_factory.mktemp("compare") / "lab", lab)
-        with started(inventory, lab.workers()) as nf:
+        inventory = copy_lab(LAB, tmp_path_factory.mktemp("compare") / "lab", spec)
+        with started(inventory, spec.workers()) as nf:
             yield nf, model
 
 
@@ -65,8 +65,8 @@ def run_now(nf, name, count):
     raise AssertionError(f"run {count} of {name} did not land in its history")
 
 
-def test_runs_are_ok_then_regressed_when_the_output_changes_and_recovered_when_it_comes_back(lab):
-    nf, model = lab
+def test_runs_are_ok_then_regressed_when_the_output_changes_and_recovered_when_it_comes_back(core_lab):
+    nf, model = core_lab
     definition = {"name": "partner-x", "prompt": PROMPT, "schedule": "every 1h", "compare": True, "criteria": [UP]}
     [created] = hermes(nf, "schedule", agent="noc", action="create", definition=definition)["schedules"]
     assert created["compare"] is True
@@ -96,8 +96,8 @@ def test_runs_are_ok_then_regressed_when_the_output_changes_and_recovered_when_i
     hermes(nf, "schedule", agent="noc", action="remove", schedule_id="partner-x")
 
 
-def test_an_observation_period_ends_on_its_own(lab):
-    nf, _ = lab
+def test_an_observation_period_ends_on_its_own(core_lab):
+    nf, _ = core_lab
     definition = {"name": "short-watch", "prompt": PROMPT, "schedule": "* * * * * */2", "observe_for": "5s"}
     [created] = hermes(nf, "schedule", agent="noc", action="create", definition=definition)["schedules"]
     assert created["until"]

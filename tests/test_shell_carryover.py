@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from conftest import hermes_shell, hermes_worker, last_job, network, norfab, run
+from conftest import Lab, hermes_shell, last_job, run
 from test_shell import fits, nfcli, terminal_width
 
 from norfab_hermes.testing.scenario import Scenario
@@ -26,21 +26,25 @@ RULES = [
 KEEPER = {"instructions": "You keep notes.", "memory": True, "toolsets": ["norfab"], "tools": {"clock": CLOCK}}
 
 
+LAB = Lab(
+    workers={LAB1: {"keeper": KEEPER, "noc": {"instructions": "You hand over."}}, LAB2: {"routing": {**KEEPER, "memory": False}}},
+    hosts=("r1",),
+)
+
+
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    base = tmp_path_factory.mktemp("shellcarry")
-    with ScriptedModelServer(ScriptedModel(Scenario(RULES))) as model:
-        users = {
-            LAB1: hermes_worker(model.base_url, {"keeper": KEEPER, "noc": {"instructions": "You hand over."}}),
-            LAB2: hermes_worker(model.base_url, {"routing": {**KEEPER, "memory": False}}),
-        }
-        workers, files = network(["r1"], users=users)
-        with norfab(base, workers, files) as nf, hermes_shell(nf) as app:
-            yield nf, app
+def model():
+    with ScriptedModelServer(ScriptedModel(Scenario(RULES))) as server:
+        yield server
 
 
-def test_memory_is_listed_and_cleared(lab, tmp_path):
-    nf, app = lab
+@pytest.fixture(scope="module")
+def app(nf):
+    with hermes_shell(nf) as shell:
+        yield shell
+
+
+def test_memory_is_listed_and_cleared(nf, app, tmp_path):
     fact = "core1 recovers with clear ip bgp 10.250.0.2"
     add = json.dumps({"action": "add", "target": "memory", "content": fact})
     assert not run(nf.client, "invoke", LAB1, job_timeout=120, agent="keeper", instructions=f"CALL memory {add}")["failed"]
@@ -58,8 +62,7 @@ def test_memory_is_listed_and_cleared(lab, tmp_path):
     assert "entry goes with clear" in nfcli(app, 'hermes memory keeper entry "x"')
 
 
-def test_evidence_and_the_incident_note(lab, tmp_path):
-    nf, app = lab
+def test_evidence_and_the_incident_note(nf, app, tmp_path):
     reply = run(nf.client, "invoke", LAB1, job_timeout=120, agent="keeper", instructions="QUOTE THE CLOCK")["result"]
     [artifact] = reply["artifacts"]
     with terminal_width(80):
@@ -80,8 +83,7 @@ def test_evidence_and_the_incident_note(lab, tmp_path):
     assert "evidence takes the agent and the run id" in nfcli(app, "hermes evidence keeper")
 
 
-def test_handover_across_both_workers(lab, tmp_path):
-    nf, app = lab
+def test_handover_across_both_workers(nf, app, tmp_path):
     run(nf.client, "invoke", LAB2, job_timeout=120, agent="routing", instructions='CALL clock {"FB": "r1"}')
     out = nfcli(app, "hermes handover noc since 1h")
     assert f"written by noc@{LAB1}" in out

@@ -9,7 +9,7 @@ import json
 import time
 
 import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, invoke, run
 
 from norfab_hermes.testing.scenario import Scenario
 from norfab_hermes.testing.scripted_model import ScriptedModel, ScriptedModelServer
@@ -43,16 +43,7 @@ def model():
         yield server
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    with norfab(tmp_path_factory.mktemp("structured"), {WORKER: hermes_worker(model.base_url, AGENTS)}) as nf:
-        yield nf
-
-
-def invoke(nf, agent, text):
-    res = run(nf.client, "invoke", job_timeout=120, agent=agent, instructions=text, response_schema=SCHEMA)
-    assert not res["failed"], res["errors"]
-    return res["result"]
+LAB = Lab(workers={WORKER: AGENTS})
 
 
 def asked(model, text):
@@ -60,7 +51,7 @@ def asked(model, text):
 
 
 def test_an_answer_that_matches_the_schema_is_carried_parsed(nf, model):
-    result = invoke(nf, "planner", "CHECKLIST GOOD")
+    result = invoke(nf, "planner", "CHECKLIST GOOD", response_schema=SCHEMA)
     assert result["structured_response"] == {"blockers": ["ACL 20"], "ready": False}
     assert result["structured_error"] is None
     assert result["stop_reason"] == "completed"
@@ -72,7 +63,7 @@ def test_an_answer_that_matches_the_schema_is_carried_parsed(nf, model):
 
 def test_a_broken_answer_is_corrected_once(nf, model):
     before = len(asked(model, "Answer again with only the JSON document"))
-    result = invoke(nf, "planner", "CHECKLIST SLOPPY")
+    result = invoke(nf, "planner", "CHECKLIST SLOPPY", response_schema=SCHEMA)
     assert result["structured_response"] == {"blockers": [], "ready": True}
     assert len(asked(model, "Answer again with only the JSON document")) == before + 1
     assert result["usage"]["api_calls"] == 2
@@ -80,7 +71,7 @@ def test_a_broken_answer_is_corrected_once(nf, model):
 
 def test_an_answer_still_broken_after_one_retry_is_reported(nf, model):
     before = len(asked(model, "Answer again with only the JSON document"))
-    result = invoke(nf, "hopeless", "CHECKLIST SLOPPY")
+    result = invoke(nf, "hopeless", "CHECKLIST SLOPPY", response_schema=SCHEMA)
     assert result["structured_response"] is None
     assert result["response"] == "still prose"
     assert "after one corrective turn" in result["structured_error"]
