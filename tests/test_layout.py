@@ -59,11 +59,15 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # |   eval               |   (eval also testing: it runs the shipped lab and scripted model)  |
 # | worker/files.py      | nothing of the package                                             |
 # | worker/hermes/       | the pure rooms, worker/files.py                                    |
-# | worker/tools/        | the pure rooms (it reaches NorFab through the worker's client)     |
+# | worker/evidence/     | the pure rooms, files                                              |
+# | worker/tools/        | the pure rooms, evidence (NorFab through the worker's client)      |
 # | worker/agents/       | the pure rooms, files, hermes, tools (never runs, schedules, ...)  |
 # | worker/sessions/     | the pure rooms, files, hermes                                      |
 # | worker/runs/         | the pure rooms, files, hermes, tools, agents, sessions             |
-# | worker/schedules/    | the pure rooms, files, hermes, tools, agents, sessions, runs       |
+# | worker/schedules/    | the pure rooms, files, hermes, tools, agents, sessions, runs,      |
+# |                      |   evidence                                                         |
+# | worker/memory/       | the pure rooms, hermes                                             |
+# | worker/handover/     | the pure rooms, schedules                                          |
 # | worker/host.py       | every room below it: the pure rooms and files ... schedules        |
 # | worker/tasks/        | the pure rooms and the worker rooms below host.py but hermes       |
 # | worker wiring        | everything in the worker (hermes_worker.py, worker/__init__.py)    |
@@ -72,7 +76,7 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # worker/tasks/; the tasks reach Hermes only through the host.
 PURE = {"errors", "safety", "models", "norfab_compat"}
 CLIENT = {"routing", "nfcli_shell", "nfcli", "eval"}
-BELOW_HOST = {"files", "hermes", "tools", "agents", "sessions", "runs", "schedules"}
+BELOW_HOST = {"files", "hermes", "evidence", "tools", "agents", "sessions", "runs", "schedules", "memory", "handover"}
 ROOMS = {
     "errors": set(),
     "safety": set(),
@@ -83,11 +87,14 @@ ROOMS = {
     "eval": PURE | CLIENT | {"testing"},
     "files": set(),
     "hermes": PURE | {"files"},
-    "tools": PURE,
+    "evidence": PURE | {"files"},
+    "tools": PURE | {"evidence"},
     "agents": PURE | {"files", "hermes", "tools"},
     "sessions": PURE | {"files", "hermes"},
     "runs": PURE | {"files", "hermes", "tools", "agents", "sessions"},
-    "schedules": PURE | {"files", "hermes", "tools", "agents", "sessions", "runs"},
+    "schedules": PURE | {"files", "hermes", "tools", "agents", "sessions", "runs", "evidence"},
+    "memory": PURE | {"hermes"},
+    "handover": PURE | {"schedules"},
     "host": PURE | BELOW_HOST,
     "tasks": PURE | (BELOW_HOST - {"hermes"}),
     "wiring": PURE | BELOW_HOST | {"host", "tasks"},

@@ -271,12 +271,12 @@ class AgentDefinition(StrictModel):
     @field_validator("delegates", "records")
     @classmethod
     def _one_name_one_tool(cls, value: Dict[str, Any], info: ValidationInfo) -> Dict[str, Any]:
-        taken = set(info.data.get("tools") or {}) | (
-            set(info.data.get("delegates") or {}) if info.field_name == "records" else set()
-        )
-        both = sorted(set(value) & taken)
+        kinds = ["tools"] + (["delegates"] if info.field_name == "records" else [])
+        both = sorted(set(value) & {name for kind in kinds for name in info.data.get(kind) or {}})
         if both:
-            raise ValueError(f"{', '.join(both)} named twice under tools, delegates and records; rename one")
+            raise ValueError(
+                f"{', '.join(both)} named both under {' or '.join(kinds)} and under {info.field_name}; rename one"
+            )
         return value
 
 

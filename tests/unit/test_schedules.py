@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from norfab_hermes.models import InvokeResultData, ScheduleRun
+from norfab_hermes.worker.evidence.store import EvidenceStore
 from norfab_hermes.worker.hermes import cron
 from norfab_hermes.worker.schedules import history as history_module
 from norfab_hermes.worker.schedules import ticker
@@ -152,13 +153,14 @@ def schedules(tmp_path, monkeypatch):
     catalog = SimpleNamespace(root=tmp_path, stopped=set(), agents={AGENT: None}, available=lambda: [AGENT])
     asked = []
 
-    def run_scheduled(agent: str, prompt: str, schedule_id: str) -> InvokeResultData:
+    def run_scheduled(agent: str, prompt: str, schedule_id: str, response_schema: Any = None) -> InvokeResultData:
         asked.append((agent, prompt, schedule_id))
         if isinstance(schedules.reply, Exception):
             raise schedules.reply
         return schedules.reply
 
-    schedules = ticker.Schedules("w", catalog, runtime=None, run_scheduled=run_scheduled)
+    evidence = EvidenceStore(tmp_path, 30, lambda run: None)
+    schedules = ticker.Schedules("w", catalog, runtime=None, run_scheduled=run_scheduled, evidence=evidence)
     schedules.reply, schedules.asked, schedules.fake_cron = answer(), asked, cron
     return schedules
 
