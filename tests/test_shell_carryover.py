@@ -62,6 +62,12 @@ def test_memory_is_listed_and_cleared(nf, app, tmp_path):
     assert "entry goes with clear" in nfcli(app, 'hermes memory keeper entry "x"')
 
 
+def test_an_invoke_points_at_its_evidence(nf, app):
+    out = nfcli(app, 'hermes invoke keeper "QUOTE THE CLOCK"')
+    run_id = re.search(r"run ([0-9a-f]{12})", out).group(1)
+    assert f"1 tool result(s) kept whole as evidence: hermes evidence keeper {run_id} workers {LAB1}" in " ".join(out.split())
+
+
 def test_evidence_and_the_incident_note(nf, app, tmp_path):
     reply = run(nf.client, "invoke", LAB1, job_timeout=120, agent="keeper", instructions="QUOTE THE CLOCK")["result"]
     [artifact] = reply["artifacts"]

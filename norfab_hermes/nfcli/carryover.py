@@ -18,7 +18,7 @@ from ..routing import Router
 from ..routing.handover import handover as gather_and_write
 from .common import WorkersOption, as_str, guarded, hint, misparsed, router
 from .live import error_text, markdown
-from .tables import CLIP, WRAP, short_time, table
+from .tables import WRAP, short_time, table
 from .views import failed
 
 USAGE = """  hermes memory AGENT (clear memory|user|skills (entry "TEXT")) (workers WORKER)
@@ -92,7 +92,7 @@ def evidence(routes: Router, args: List[str], workers: Optional[str]) -> Rendera
     ]
     title = f"evidence of run {args[1]} of agent '{target.agent}' on worker '{target.worker}'"
     parts: List[RenderableType] = [
-        table(title, EVIDENCE_COLUMNS, rows, drop=["collected", "chars", "job", "sha256", "command"], text={"command": CLIP})
+        table(title, EVIDENCE_COLUMNS, rows, drop=["collected", "chars", "job", "sha256"], text={"command": WRAP})
     ]
     if data.artifacts:
         parts.append(hint(f"read one whole: hermes evidence {target.agent} {args[1]} ARTIFACT_ID workers {target.worker}"))

@@ -279,6 +279,11 @@ def reply_view(res: dict, continue_hint: Optional[str] = None, streamed: str = "
     )
     if data.lineage:
         parts.append(Text(f"asked by {' -> '.join(data.lineage.chain)} (run {data.lineage.parent_run_id})", style="dim"))
+    if data.structured_error:
+        parts.append(Text(f"structured answer: {data.structured_error}", style="yellow"))
+    if data.artifacts:
+        evidence = f"hermes evidence {data.agent} {data.run_id} workers {data.worker}"
+        parts.append(Text(f"{len(data.artifacts)} tool result(s) kept whole as evidence: {evidence}", style="dim"))
     if continue_hint:
         parts.append(Text(continue_hint, style="dim"))
     return Group(*parts)
