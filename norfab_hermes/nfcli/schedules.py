@@ -39,7 +39,7 @@ COLUMNS = ["id", "name", "schedule", "state", "next run", "last run", "last stat
 HISTORY_COLUMNS = ["status", "due", "started", "duration", "finding", "session"]
 FINDING_CHARS = 120  # of a finding's first line shown in history
 BARE_DURATION = re.compile(r"^\d+\s*[a-z]+$", re.IGNORECASE)  # "10m", "2h": alone, Hermes would run it once
-STATUS_STYLES = {"ok": "green", "missed": "yellow", "interrupted": "yellow"}  # anything else is red
+STATUS_STYLES = {"ok": "green", "recovered": "green", "missed": "yellow", "interrupted": "yellow"}  # anything else is red
 NEXT_STEP = {
     "create": "run it now: hermes schedule {agent} run {ref} workers {worker}",
     "pause": "resume it: hermes resume {agent} schedule {ref} workers {worker}",
