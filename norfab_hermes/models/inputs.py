@@ -53,6 +53,12 @@ class InvokeInput(TaskInput):
     lineage: Union[None, Lineage] = Field(
         None, description="Set by a delegating agent's worker: the runs that asked for this one"
     )
+    dedupe_key: Union[None, StrictStr] = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Within the agent's dedupe_window a request with the key of an earlier run gets that run",
+    )
 
 
 class AgentInput(TaskInput):
@@ -93,6 +99,12 @@ class StartRunInput(AgentInput):
     session_id: Union[None, StrictStr] = Field(None, description="Continue this session; omit to start a new one")
     run_timeout: Union[None, PositiveFloat] = Field(
         None, description="Run budget in seconds, at most the agent's run_timeout (not the caller's job timeout)"
+    )
+    dedupe_key: Union[None, StrictStr] = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Within the agent's dedupe_window a request with the key of an earlier run gets that run",
     )
 
 
