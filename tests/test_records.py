@@ -19,7 +19,10 @@ from norfab_hermes.testing.embedded import kill_process_group, worker_process
 
 WORKER = "hermes-worker-1"
 FB_SCHEMA = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
-CLOCK = {"input_schema": FB_SCHEMA, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show clock"]}}}
+CLOCK = {
+    "input_schema": FB_SCHEMA,
+    "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show clock"]}},
+}
 BOUNCE = {
     "input_schema": FB_SCHEMA,
     "approval": True,
@@ -90,7 +93,9 @@ def test_runs_and_approvals_read_back_after_a_kill_9(lab):
     nf, base = lab
     with worker_process(nf, WORKER) as process:
         done = ok(run(nf.client, "invoke", agent="alpha", instructions="remember KIWI"))
-        parked = ok(run(nf.client, "start_run", agent="fixer", instructions='CALL clock {"FB": "r1"} CALL bounce {"FB": "r1"}'))
+        parked = ok(
+            run(nf.client, "start_run", agent="fixer", instructions='CALL clock {"FB": "r1"} CALL bounce {"FB": "r1"}')
+        )
         waiting = until(nf, "fixer", parked["run_id"], ("waiting_for_approval",))
         [approval] = waiting["approvals"]
         assert approval["approvers"] == [APPROVER]
@@ -149,10 +154,22 @@ def test_get_runs_filters(lab, worker):
     mark = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - 1))
     first = ok(run(nf.client, "invoke", agent="alpha", instructions="FILTER one Needle"))
     second = ok(run(nf.client, "invoke", agent="alpha", instructions="FILTER two"))
-    ok(run(nf.client, "schedule", agent="alpha", action="create", definition={"name": "nightly", "prompt": "FILTER nightly", "schedule": "every 1h"}))
-    schedule_id = ok(run(nf.client, "schedule", agent="alpha", action="run", schedule_id="nightly"))["schedules"][0]["schedule_id"]
+    ok(
+        run(
+            nf.client,
+            "schedule",
+            agent="alpha",
+            action="create",
+            definition={"name": "nightly", "prompt": "FILTER nightly", "schedule": "every 1h"},
+        )
+    )
+    schedule_id = ok(run(nf.client, "schedule", agent="alpha", action="run", schedule_id="nightly"))["schedules"][0][
+        "schedule_id"
+    ]
     deadline = time.time() + 60
-    while not ok(run(nf.client, "get_runs", schedule_id=schedule_id, state="finished"))["runs"] and time.time() < deadline:
+    while (
+        not ok(run(nf.client, "get_runs", schedule_id=schedule_id, state="finished"))["runs"] and time.time() < deadline
+    ):
         time.sleep(0.3)
 
     def ids(**filters):

@@ -101,7 +101,9 @@ def test_a_daily_budget_counts_schedules_warns_and_then_skips_a_schedule(nf, mod
     results = []
     while not results or results[-1]["stop_reason"] != "daily_budget":
         assert len(results) < 8, [r["stop_reason"] for r in results]
-        results.append(ok(run(nf.client, "invoke", job_timeout=120, agent="daily", instructions=f"look {len(results)}")))
+        results.append(
+            ok(run(nf.client, "invoke", job_timeout=120, agent="daily", instructions=f"look {len(results)}"))
+        )
     assert {r["stop_reason"] for r in results[:-1]} == {"completed"}
     assert any("daily budget spent" in w for w in results[-1]["warnings"])
     spent = budget_of(nf, "daily")
