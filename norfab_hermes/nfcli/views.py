@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ..models import AgentSummary, SchedulerStatus, SessionDetails, SessionSummary, WorkerStatus
+from ..models import AgentBudget, AgentSummary, SchedulerStatus, SessionDetails, SessionSummary, WorkerStatus
 from ..routing import Target
 from .live import error_text, markdown, table
 
@@ -50,7 +50,7 @@ def state_text(state: Optional[str]) -> Optional[Text]:
 
 
 def status_view(replies: Dict[str, dict]) -> RenderableType:
-    workers, runs, schedulers = [], [], []
+    workers, runs, schedulers, budgets = [], [], [], []
     for worker, res in sorted(replies.items()):
         problem = failed(res)
         if problem:
@@ -63,12 +63,24 @@ def status_view(replies: Dict[str, dict]) -> RenderableType:
         workers.append([worker, ready, agents, slots, status.threads, "; ".join(status.errors)])
         runs.extend([worker, run.run_id, run.agent, run.session_id, run.started, run.schedule_id] for run in status.active_runs)
         schedulers.extend(scheduler_rows(worker, status.scheduler))
+        budgets.extend(budget_row(worker, agent, budget) for agent, budget in sorted(status.budgets.items()))
     views = [table("hermes workers", ["worker", "ready", "agents", "runs", "threads", "errors"], workers)]
     if runs:
         views.append(table("active runs", ["worker", "run", "agent", "session", "started", "schedule"], runs))
     if schedulers:
         views.append(table("schedulers", ["worker", "ticking", "last tick", "agent", "schedules", "next due", "overdue"], schedulers))
+    if budgets:
+        views.append(table("daily budgets (UTC day)", ["worker", "agent", "spent today", "used"], budgets))
     return Group(*views)
+
+
+def budget_row(worker: str, agent: str, budget: AgentBudget) -> List[Any]:
+    """An agent's day: tokens and cost against its budgets, the share used coloured from 50 % on."""
+    spent = [f"{budget.tokens}/{budget.daily_tokens} tokens" if budget.daily_tokens else f"{budget.tokens} tokens"]
+    if budget.daily_cost_usd:
+        spent.append(f"{budget.cost_usd:.2f}/{budget.daily_cost_usd:g} USD")
+    style = "red" if budget.percent >= 90 else "yellow" if budget.percent >= 50 else ""
+    return [worker, agent, ", ".join(spent), Text(f"{budget.percent:g} %", style=style)]
 
 
 def scheduler_rows(worker: str, scheduler: SchedulerStatus) -> List[List[Any]]:
