@@ -5,7 +5,6 @@ JSON lines and ``hermes audit verify`` checks their hash chains. Each worker
 keeps its own records, so every command asks the selected workers.
 """
 
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -16,7 +15,7 @@ from rich.text import Text
 from ..models import AuditPage, AuditVerifyData, RunsPage, RunSummary
 from ..routing import Router
 from .common import WorkersOption, as_str, guarded, hint, misparsed, router
-from .live import table
+from .tables import CLIP, WRAP, short_time, table
 from .views import failed
 
 USAGE = """  hermes runs (agent AGENT) (state STATE) (stop_reason REASON) (since AGE|TIME) (until AGE|TIME)
@@ -29,7 +28,6 @@ RUN_FILTERS = ("agent", "state", "stop_reason", "since", "until", "schedule_id",
 AUDIT_FILTERS = ("agent", "run_id", "kind", "since", "until")
 AUDIT_PAGE = 1000
 ENDING_STYLES = {"completed": "green", "running": "cyan", "queued": "cyan", "waiting_for_approval": "yellow"}
-ASKED_CHARS = 60
 
 
 def one_text(value: Any) -> Optional[str]:
@@ -116,7 +114,8 @@ def runs_view(
     rows = [([worker] if several else []) + run_row(run) for worker, run in found]
     title = "runs" if several or not replies else f"runs of worker '{next(iter(replies))}'"
     answered = len(problems) < len(replies)
-    parts: List[RenderableType] = [*problems, *([table(title, columns, rows)] if answered else [])]
+    view = table(title, columns, rows, drop=["tokens", "started"], text={"asked": CLIP})
+    parts: List[RenderableType] = [*problems, *([view] if answered else [])]
     if found:
         worker, newest = found[0]
         parts.append(hint(f"read one: hermes run {newest.agent} {newest.run_id} workers {worker}"))
@@ -127,14 +126,13 @@ def runs_view(
 
 def run_row(run: RunSummary) -> List[Any]:
     ending = run.stop_reason or run.state
-    asked = " ".join(run.instructions.split())
     return [
         run.run_id,
         run.agent,
-        moment(run.started),
+        short_time(run.started),
         Text(ending, style=ENDING_STYLES.get(ending, "yellow")),
         run.usage.total_tokens,
-        asked[:ASKED_CHARS] + ("..." if len(asked) > ASKED_CHARS else ""),
+        " ".join(run.instructions.split()),
     ]
 
 
@@ -177,17 +175,11 @@ def verify_view(replies: Dict[str, dict]) -> RenderableType:
         intact = Text("yes", style="green") if found.ok else Text("NO", style="bold red")
         rows.append([worker, intact, found.entries, span, found.head])
         problems += [Text(f"{worker}: {problem}", style="red") for problem in found.problems]
-    parts: List[RenderableType] = [table("audit logs", ["worker", "intact", "entries", "seq", "head"], rows), *problems]
+    columns = ["worker", "intact", "entries", "seq", "head"]
+    parts: List[RenderableType] = [
+        table("audit logs", columns, rows, drop=["seq", "entries"], text={"head": WRAP}),
+        *problems,
+    ]
     if problems:
         parts.append(hint("an entry that was edited or deleted cannot be restored here: compare with an export"))
     return Group(*parts)
-
-
-def moment(iso: Optional[str]) -> str:
-    """An ISO time as local 'MM-DD HH:MM:SS'."""
-    try:
-        when = datetime.fromisoformat(str(iso))
-    except ValueError:
-        return str(iso or "")
-    when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-    return when.astimezone().strftime("%m-%d %H:%M:%S")
