@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 RECORDS_FILE = "norfab_records.db"
+SCHEMA_VERSION = 1  # in the file's user_version, for the migrations of later versions
 
 
 class Database:
@@ -37,6 +38,7 @@ class Database:
             self._db.execute("PRAGMA busy_timeout=5000")  # an operator's sqlite3 reading the file meanwhile
             for schema in schemas:
                 self._db.executescript(schema)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

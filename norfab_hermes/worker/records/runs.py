@@ -1,8 +1,9 @@
 """
 Run records: one row per run from the moment it is accepted, updated as it
 goes (running, waiting for an approval, each tool call) and completed when
-it ends. The columns are what ``get_runs`` filters on; the run's state as
-``get_run`` shows it (events, result envelope) is kept compressed beside them.
+it ends. The columns are what ``get_runs`` filters and shows; the run's state
+as ``get_run`` shows it (events, result envelope) is kept compressed in a
+table of its own, so that the rows stay small and many share a page.
 """
 
 import json
@@ -31,14 +32,15 @@ CREATE TABLE IF NOT EXISTS runs (
     parent_run_id TEXT,
     instructions TEXT NOT NULL,
     response TEXT NOT NULL DEFAULT '',
-    tool_calls TEXT NOT NULL DEFAULT '[]',
+    tool_calls INTEGER NOT NULL DEFAULT 0,
+    calls_so_far TEXT,  -- the tool calls of a run in flight, for the record of a run a crash cut
     api_calls INTEGER NOT NULL DEFAULT 0,
     input_tokens INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0,
     total_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL,
-    detail BLOB
+    cost_usd REAL
 );
+CREATE TABLE IF NOT EXISTS run_details (run_id TEXT PRIMARY KEY, detail BLOB NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
 CREATE INDEX IF NOT EXISTS runs_agent ON runs (agent, started);
 CREATE INDEX IF NOT EXISTS runs_dedupe ON runs (agent, dedupe_key) WHERE dedupe_key IS NOT NULL;
@@ -71,12 +73,15 @@ def epoch(text: str) -> float:
 
 
 def pack(state: RunStateData) -> bytes:
-    """The run's state for get_run, without what has columns of its own."""
-    return zlib.compress(state.model_dump_json(exclude={"instructions", "approvals"}).encode())
+    """The run's state for get_run, without what is kept elsewhere (instructions, approvals)."""
+    kept = {"instructions": True, "approvals": True, "result": {"approvals"}}
+    return zlib.compress(state.model_dump_json(exclude=kept, exclude_none=True).encode())
 
 
-def unpack(row: sqlite3.Row) -> Optional[Dict[str, Any]]:
-    return json.loads(zlib.decompress(row["detail"])) if row["detail"] else None
+def detail(db: sqlite3.Connection, run_id: str) -> Optional[Dict[str, Any]]:
+    """The run's state as it ended (approvals left out), or None for a run in flight."""
+    row = db.execute("SELECT detail FROM run_details WHERE run_id = ?", (run_id,)).fetchone()
+    return json.loads(zlib.decompress(row["detail"])) if row else None
 
 
 def insert(db: sqlite3.Connection, row: RunRow) -> None:
@@ -108,33 +113,38 @@ def set_state(db: sqlite3.Connection, run_id: str, state: str, session_id: Optio
 
 
 def set_tool_calls(db: sqlite3.Connection, run_id: str, calls: List[Dict[str, Any]]) -> None:
-    db.execute("UPDATE runs SET tool_calls = ? WHERE run_id = ?", (json.dumps(calls), run_id))
+    db.execute(
+        "UPDATE runs SET tool_calls = ?, calls_so_far = ? WHERE run_id = ?", (len(calls), json.dumps(calls), run_id)
+    )
+
+
+def calls_so_far(row: sqlite3.Row) -> List[Dict[str, Any]]:
+    return json.loads(row["calls_so_far"] or "[]")
 
 
 def finish(db: sqlite3.Connection, state: RunStateData, finished: float) -> None:
     """The run ended: its outcome in the columns, its whole state beside them."""
     result = state.result
     usage = result.usage if result else RunUsage()
-    calls = [call.model_dump() for call in result.tool_calls] if result else None
     db.execute(
         "UPDATE runs SET state = 'finished', stop_reason = ?, finished = ?, session_id = coalesce(?, session_id), "
-        "response = ?, tool_calls = coalesce(?, tool_calls), api_calls = ?, input_tokens = ?, output_tokens = ?, "
-        "total_tokens = ?, cost_usd = ?, detail = ? WHERE run_id = ?",
+        "response = ?, tool_calls = coalesce(?, tool_calls), calls_so_far = NULL, api_calls = ?, input_tokens = ?, "
+        "output_tokens = ?, total_tokens = ?, cost_usd = ? WHERE run_id = ?",
         (
             state.stop_reason,
             finished,
             state.session_id,
             result.response if result else "",
-            json.dumps(calls) if calls is not None else None,
+            len(result.tool_calls) if result else None,
             usage.api_calls,
             usage.input_tokens,
             usage.output_tokens,
             usage.total_tokens,
             usage.cost_usd,
-            pack(state),
             state.run_id,
         ),
     )
+    db.execute("INSERT OR REPLACE INTO run_details (run_id, detail) VALUES (?, ?)", (state.run_id, pack(state)))
 
 
 def get(db: sqlite3.Connection, run_id: str) -> Optional[sqlite3.Row]:
@@ -228,7 +238,7 @@ def summary(row: sqlite3.Row, decided_by: List[str]) -> RunSummary:
         parent_run_id=row["parent_run_id"],
         instructions=row["instructions"][:PREVIEW_CHARS],
         response=row["response"][:PREVIEW_CHARS],
-        tool_calls=len(json.loads(row["tool_calls"])),
+        tool_calls=row["tool_calls"],
         decided_by=decided_by,
         usage=RunUsage(
             api_calls=row["api_calls"],
@@ -248,4 +258,5 @@ def prune(db: sqlite3.Connection, cutoff: float, keep: int) -> int:
         "(SELECT run_id FROM runs ORDER BY started DESC LIMIT -1 OFFSET ?)",
         (keep,),
     ).rowcount
+    db.execute("DELETE FROM run_details WHERE run_id NOT IN (SELECT run_id FROM runs)")
     return deleted

@@ -9,7 +9,6 @@ ended by the restart (nothing of them runs later). Old records go by age and
 count (the inventory's ``records`` settings), checked at most hourly.
 """
 
-import json
 import logging
 import threading
 import time
@@ -84,8 +83,8 @@ class Records:
     def tool_call(self, agent: str, run_id: str, calls: List[ToolCallSummary]) -> None:
         """The run made a tool call (the last of ``calls``)."""
         with self.db.transaction() as db:
-            runs.set_tool_calls(db, run_id, [call.model_dump() for call in calls])
-            audit.append(db, self.worker, "tool.call", agent, run_id, None, calls[-1].model_dump())
+            runs.set_tool_calls(db, run_id, [call.model_dump(exclude_none=True) for call in calls])
+            audit.append(db, self.worker, "tool.call", agent, run_id, None, calls[-1].model_dump(exclude_none=True))
 
     def run_ended(self, state: RunStateData, finished: float) -> None:
         result = state.result
@@ -150,7 +149,10 @@ class Records:
             if row is None:
                 return None
             asked = approvals.of_run(db, run_id)
-        data = runs.unpack(row) or {
+            ended = runs.detail(db, run_id)
+        if ended and ended.get("result"):
+            ended["result"]["approvals"] = asked
+        data = ended or {
             "run_id": row["run_id"],
             "agent": row["agent"],
             "worker": row["worker"],
@@ -229,7 +231,7 @@ class Records:
     def _cut(self, row: Any, asked: List[ApprovalInfo], now: float) -> RunStateData:
         """The state of a run the worker's crash cut: what its record knew, and why it ended."""
         reason = StopReason.interrupted.value
-        calls = [ToolCallSummary.model_validate(call) for call in json.loads(row["tool_calls"])]
+        calls = [ToolCallSummary.model_validate(call) for call in runs.calls_so_far(row)]
         result = InvokeResultData(
             response="",
             run_id=row["run_id"],
