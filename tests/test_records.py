@@ -198,6 +198,24 @@ def test_get_runs_filters(lab, worker):
     assert bad["failed"] and "since" in bad["errors"][0] and "an age (30m, 12h, 7d)" in bad["errors"][0]
 
 
+def test_agent_and_schedule_changes_are_audited(lab, worker):
+    nf, _ = lab
+    ok(run(nf.client, "manage_agent", action="create", agent="scratch", definition={"instructions": "You help."}))
+    ok(run(nf.client, "manage_agent", action="delete", agent="scratch"))
+    changes = ok(run(nf.client, "get_audit", agent="scratch"))["entries"]
+    assert [(e["kind"], e["actor"]) for e in changes] == [
+        ("agent.create", nf.client.name),
+        ("agent.delete", nf.client.name),
+    ]
+    assert any("removed profile" in step for step in changes[1]["data"]["done"])
+    schedule = [
+        (e["kind"], e["data"]["schedules"][0]["name"])
+        for e in ok(run(nf.client, "get_audit", agent="alpha"))["entries"]
+        if e["kind"].startswith("schedule.")
+    ]
+    assert schedule == [("schedule.create", "nightly"), ("schedule.run", "nightly")]
+
+
 def test_an_edited_or_deleted_audit_entry_fails_verify(lab, worker):
     nf, _ = lab
     intact = ok(run(nf.client, "verify_audit"))
