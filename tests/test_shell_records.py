@@ -61,7 +61,9 @@ def test_audit_export_writes_a_chain_of_json_lines(app, tmp_path):
         assert entry["prev"] == (before["hash"] if before else "0" * 64)
         fields = (entry["time"], entry["worker"], entry["kind"], entry["agent"], entry["run_id"], entry["actor"])
         data = json.dumps(entry["data"], sort_keys=True, separators=(",", ":"))
-        assert entry["hash"] == entry_hash(entry["prev"], entry["seq"], *fields, data), "an export can be checked offline"
+        assert entry["hash"] == entry_hash(entry["prev"], entry["seq"], *fields, data), (
+            "an export can be checked offline"
+        )
     out = nfcli(app, "hermes audit export kind run.ended")
     assert flat(out).endswith(f"2 entries (1 of {LAB1}, 1 of {LAB2})")
 
