@@ -59,10 +59,11 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # |   eval               |   (eval also testing: it runs the shipped lab and scripted model)  |
 # | worker/files.py      | nothing of the package                                             |
 # | worker/hermes/       | the pure rooms, worker/files.py                                    |
+# | worker/records/      | the pure rooms (the durable records: SQLite, knows no run)         |
 # | worker/tools/        | the pure rooms (it reaches NorFab through the worker's client)     |
 # | worker/agents/       | the pure rooms, files, hermes, tools (never runs, schedules, ...)  |
 # | worker/sessions/     | the pure rooms, files, hermes                                      |
-# | worker/runs/         | the pure rooms, files, hermes, tools, agents, sessions             |
+# | worker/runs/         | the pure rooms, files, hermes, tools, agents, sessions, records    |
 # | worker/schedules/    | the pure rooms, files, hermes, tools, agents, sessions, runs       |
 # | worker/host.py       | every room below it: the pure rooms and files ... schedules        |
 # | worker/tasks/        | the pure rooms and the worker rooms below host.py but hermes       |
@@ -72,7 +73,7 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # worker/tasks/; the tasks reach Hermes only through the host.
 PURE = {"errors", "safety", "models", "norfab_compat"}
 CLIENT = {"routing", "nfcli_shell", "nfcli", "eval"}
-BELOW_HOST = {"files", "hermes", "tools", "agents", "sessions", "runs", "schedules"}
+BELOW_HOST = {"files", "hermes", "records", "tools", "agents", "sessions", "runs", "schedules"}
 ROOMS = {
     "errors": set(),
     "safety": set(),
@@ -83,11 +84,12 @@ ROOMS = {
     "eval": PURE | CLIENT | {"testing"},
     "files": set(),
     "hermes": PURE | {"files"},
+    "records": PURE,
     "tools": PURE,
     "agents": PURE | {"files", "hermes", "tools"},
     "sessions": PURE | {"files", "hermes"},
-    "runs": PURE | {"files", "hermes", "tools", "agents", "sessions"},
-    "schedules": PURE | {"files", "hermes", "tools", "agents", "sessions", "runs"},
+    "runs": PURE | {"files", "hermes", "tools", "agents", "sessions", "records"},
+    "schedules": PURE | {"files", "hermes", "tools", "agents", "sessions", "runs", "records"},
     "host": PURE | BELOW_HOST,
     "tasks": PURE | (BELOW_HOST - {"hermes"}),
     "wiring": PURE | BELOW_HOST | {"host", "tasks"},

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import hermes_worker, network, network_jobs, norfab, run
+from conftest import hermes_worker, network, network_jobs, norfab, ok, run
 
 from norfab_hermes.testing.embedded import kill_process_group, worker_process
 
@@ -45,6 +45,7 @@ APPROVER = "approver-client"
 
 @pytest.fixture(scope="module")
 def lab(model, tmp_path_factory):
+    """Its own lab: the hermes worker is left out of the topology, to run as a process of its own."""
     base = tmp_path_factory.mktemp("lab")
     workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
     with norfab(base, workers, files, separate=(WORKER,)) as nf:
@@ -64,11 +65,6 @@ def approver(lab, worker):
     client = lab[0].make_client(name=APPROVER)
     yield client
     client.destroy()
-
-
-def ok(res):
-    assert not res["failed"], res["errors"]
-    return res["result"]
 
 
 def until(nf, agent, run_id, states=("finished",), timeout=60):

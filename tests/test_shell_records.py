@@ -11,23 +11,19 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import hermes_shell, lab_workers, norfab, run
+from conftest import TWO_WORKERS, hermes_shell, ok, run
 from test_shell import LAB1, LAB2, nfcli
 
 from norfab_hermes.worker.records.audit import entry_hash
 
-
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    with norfab(tmp_path_factory.mktemp("nf"), lab_workers(model.base_url)) as nf:
-        for worker, agent, text in ((LAB1, "routing", "check the NEEDLE on r1"), (LAB2, "bgp", "check peers")):
-            reply = run(nf.client, "invoke", worker=worker, agent=agent, instructions=text)
-            assert not reply["failed"], reply["errors"]
-        yield nf
+LAB = TWO_WORKERS
 
 
 @pytest.fixture(scope="module")
 def app(nf):
+    """The shell, over one run on each worker: routing on hermes-lab-1, bgp on hermes-lab-2."""
+    for worker, agent, text in ((LAB1, "routing", "check the NEEDLE on r1"), (LAB2, "bgp", "check peers")):
+        ok(run(nf.client, "invoke", worker=worker, agent=agent, instructions=text))
     with hermes_shell(nf) as shell:
         yield shell
 

@@ -7,8 +7,7 @@ and the refusal is in the audit log.
 
 import time
 
-import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, ok, run
 
 WORKER = "hermes-worker-1"
 AGENTS = {
@@ -16,16 +15,7 @@ AGENTS = {
     "paced": {"instructions": "You investigate alarms.", "max_runs_per_minute": 2},
 }
 
-
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    with norfab(tmp_path_factory.mktemp("lab"), {WORKER: hermes_worker(model.base_url, AGENTS)}) as nf:
-        yield nf
-
-
-def ok(res):
-    assert not res["failed"], res["errors"]
-    return res["result"]
+LAB = Lab(workers={WORKER: AGENTS})
 
 
 def asked(model, text):

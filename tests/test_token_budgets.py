@@ -10,7 +10,7 @@ calling the model.
 import time
 
 import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, ok, run
 
 from norfab_hermes.testing.scenario import Scenario
 from norfab_hermes.testing.scripted_model import ScriptedModel, ScriptedModelServer
@@ -40,19 +40,11 @@ AGENTS = {
 
 @pytest.fixture(scope="module")
 def model():
+    """The scripted model that plans; the lab's agents use it."""
     with ScriptedModelServer(ScriptedModel(Scenario(RULES)), model_ids=["alpha-model"]) as server:
         yield server
 
-
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    with norfab(tmp_path_factory.mktemp("lab"), {WORKER: hermes_worker(model.base_url, AGENTS)}) as nf:
-        yield nf
-
-
-def ok(res):
-    assert not res["failed"], res["errors"]
-    return res["result"]
+LAB = Lab(workers={WORKER: AGENTS})
 
 
 def requests_with(model, text):
