@@ -18,7 +18,8 @@ whose values are those positionals, with their options (``session``,
 ``interrupt AGENT``, ``schedules``, ``pause``, ``resume``, ``history``, and the
 lifecycle verbs ``create``, ``clone``, ``stop``, ``start``, ``restart``,
 ``delete`` of :mod:`.nfcli.lifecycle`) and the approval verbs ``approve ID``
-and ``deny ID`` of :mod:`.nfcli.runs` are PICLE key dicts. An agent name equal
+and ``deny ID`` of :mod:`.nfcli.runs` are PICLE key dicts; ``runs`` and
+``audit export|verify`` (:mod:`.nfcli.records`) are command models. An agent name equal
 to, or a prefix of, a ``hermes`` keyword must be quoted, and so should
 instructions. ``run`` is also an action of ``schedule``: ``schedule AGENT run
 ID`` arrives as ``schedule`` and ``run`` values and is put back together.
@@ -39,7 +40,7 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from .models import CommandResultData
-from .nfcli import carryover, lifecycle, picle_compat, runs, schedules
+from .nfcli import carryover, lifecycle, picle_compat, records, runs, schedules
 from .nfcli.chat import Chat, pick_agent
 from .nfcli.common import WorkersOption, agent_names, agent_verb, as_str, guarded, misparsed, positionals, router
 from .nfcli.live import error_text, job_event_line, markdown, own_job_event, reply_view, run_turn
@@ -147,7 +148,7 @@ USAGE = """usage:
   hermes session AGENT SESSION (workers WORKER)
   hermes interrupt AGENT run RUN_ID (workers WORKER)
   hermes command AGENT "/COMMAND" (session SESSION) (workers WORKER)
-""" + runs.USAGE + "\n" + lifecycle.USAGE + "\n" + schedules.USAGE + "\n" + carryover.USAGE
+""" + runs.USAGE + "\n" + records.USAGE + "\n" + lifecycle.USAGE + "\n" + schedules.USAGE + "\n" + carryover.USAGE
 
 
 class HermesShell(BaseModel):
@@ -205,6 +206,8 @@ class HermesShell(BaseModel):
     repeat: Optional[StrictInt] = Field(None, description="(schedule create, update) stop after this many runs")
     workers: Optional[StrictStr] = Field(None, description="Hermes worker name or glob, e.g. hermes-lab-*")
     timeout: Optional[StrictInt] = Field(None, description="Run budget in seconds (invoke, chat)")
+    runs: records.HermesRunsCommand = Field(None, description="Past runs of the workers: who asked what, how it ended")
+    audit: records.HermesAuditCommand = Field(None, description="The workers' audit logs: export them, verify them")
 
     class PicleConfig:
         subshell = True

@@ -59,13 +59,14 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # |   eval               |   (eval also testing: it runs the shipped lab and scripted model)  |
 # | worker/files.py      | nothing of the package                                             |
 # | worker/hermes/       | the pure rooms, worker/files.py                                    |
+# | worker/records/      | the pure rooms (the durable records: SQLite, knows no run)         |
 # | worker/evidence/     | the pure rooms, files                                              |
 # | worker/tools/        | the pure rooms, evidence (NorFab through the worker's client)      |
 # | worker/agents/       | the pure rooms, files, hermes, tools (never runs, schedules, ...)  |
 # | worker/sessions/     | the pure rooms, files, hermes                                      |
-# | worker/runs/         | the pure rooms, files, hermes, tools, agents, sessions             |
+# | worker/runs/         | the pure rooms, files, hermes, tools, agents, sessions, records    |
 # | worker/schedules/    | the pure rooms, files, hermes, tools, agents, sessions, runs,      |
-# |                      |   evidence                                                         |
+# |                      |   records, evidence                                                |
 # | worker/memory/       | the pure rooms, hermes                                             |
 # | worker/handover/     | the pure rooms, schedules                                          |
 # | worker/host.py       | every room below it: the pure rooms and files ... schedules        |
@@ -76,7 +77,9 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # worker/tasks/; the tasks reach Hermes only through the host.
 PURE = {"errors", "safety", "models", "norfab_compat"}
 CLIENT = {"routing", "nfcli_shell", "nfcli", "eval"}
-BELOW_HOST = {"files", "hermes", "evidence", "tools", "agents", "sessions", "runs", "schedules", "memory", "handover"}
+BELOW_HOST = {
+    "files", "hermes", "records", "evidence", "tools", "agents", "sessions", "runs", "schedules", "memory", "handover"
+}
 ROOMS = {
     "errors": set(),
     "safety": set(),
@@ -87,12 +90,13 @@ ROOMS = {
     "eval": PURE | CLIENT | {"testing"},
     "files": set(),
     "hermes": PURE | {"files"},
+    "records": PURE,
     "evidence": PURE | {"files"},
     "tools": PURE | {"evidence"},
     "agents": PURE | {"files", "hermes", "tools"},
     "sessions": PURE | {"files", "hermes"},
-    "runs": PURE | {"files", "hermes", "tools", "agents", "sessions"},
-    "schedules": PURE | {"files", "hermes", "tools", "agents", "sessions", "runs", "evidence"},
+    "runs": PURE | {"files", "hermes", "tools", "agents", "sessions", "records"},
+    "schedules": PURE | {"files", "hermes", "tools", "agents", "sessions", "runs", "records", "evidence"},
     "memory": PURE | {"hermes"},
     "handover": PURE | {"schedules"},
     "host": PURE | BELOW_HOST,

@@ -46,6 +46,16 @@ class ScheduleAction(str, Enum):
     history = "history"
 
 
+def dedupe_key() -> Any:
+    """The dedupe_key field of start_run and invoke."""
+    return Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Within the agent's dedupe_window a request with the key of an earlier run gets that run",
+    )
+
+
 class InvokeInput(TaskInput):
     agent: StrictStr = Field(..., description="Agent name")
     instructions: StrictStr = Field(..., min_length=1, description="What to ask the agent")
@@ -64,6 +74,7 @@ class InvokeInput(TaskInput):
     response_schema: Union[None, Dict[StrictStr, Any]] = Field(None, description=RESPONSE_SCHEMA)
 
     _schema = field_validator("response_schema")(classmethod(_response_schema))
+    dedupe_key: Union[None, StrictStr] = dedupe_key()
 
 
 class AgentInput(TaskInput):
@@ -108,6 +119,7 @@ class StartRunInput(AgentInput):
     response_schema: Union[None, Dict[StrictStr, Any]] = Field(None, description=RESPONSE_SCHEMA)
 
     _schema = field_validator("response_schema")(classmethod(_response_schema))
+    dedupe_key: Union[None, StrictStr] = dedupe_key()
 
 
 class GetRunInput(AgentInput):

@@ -26,7 +26,7 @@ ApprovalState = Literal["pending", "approved", "denied", "expired"]
 RunState = Literal["queued", "running", "waiting_for_approval", "finished"]
 AgentState = Literal["running", "stopped", "invalid"]
 AgentOwner = Literal["inventory", "runtime", "native"]
-ScheduleRunStatus = Literal["ok", "failed", "missed", "interrupted", "timeout", "regressed", "recovered"]
+ScheduleRunStatus = Literal["ok", "failed", "missed", "interrupted", "timeout", "skipped", "regressed", "recovered"]
 
 
 class StopReason(str, Enum):
@@ -37,6 +37,8 @@ class StopReason(str, Enum):
     provider_error = "provider_error"
     tool_budget = "tool_budget"
     repeated_call = "repeated_call"
+    token_budget = "token_budget"  # the run's max_tokens
+    daily_budget = "daily_budget"  # the agent's daily_tokens or daily_cost_usd
     failed = "failed"
 
 
@@ -94,6 +96,7 @@ class ApprovalInfo(StrictModel):
     decided: Union[None, StrictStr] = Field(None, description="ISO time of the decision or expiry")
     decided_by: Union[None, StrictStr] = Field(None, description="NorFab client that approved or denied")
     note: Union[None, StrictStr] = Field(None, description="The decider's note")
+    approvers: List[StrictStr] = Field([], description="NorFab clients that may decide it; empty: any client")
 
 
 class InvokeResultData(StrictModel):
@@ -115,6 +118,7 @@ class InvokeResultData(StrictModel):
     structured_error: Union[None, StrictStr] = Field(
         None, description="Why there is no structured_response although a response_schema was given"
     )
+    deduplicated: StrictBool = Field(False, description="The run an earlier request with the same dedupe_key started")
 
 
 class RunEvent(StrictModel):
@@ -136,6 +140,11 @@ class RunStateData(StrictModel):
     approvals: List[ApprovalInfo] = Field([], description="Approvals asked so far")
     reply: StrictStr = Field("", description="The message the agent is writing now, as far as it got")
     result: Union[None, InvokeResultData] = Field(None, description="The full envelope, once finished")
+    instructions: StrictStr = Field("", description="What the agent was asked")
+    client: Union[None, StrictStr] = Field(None, description="NorFab client that asked; None for a schedule")
+    schedule_id: Union[None, StrictStr] = Field(None, description="Schedule that started the run")
+    finished: Union[None, StrictStr] = Field(None, description="ISO time the run ended")
+    deduplicated: StrictBool = Field(False, description="The run an earlier request with the same dedupe_key started")
 
 
 class AgentSummary(StrictModel):
@@ -212,6 +221,8 @@ class ActiveRun(StrictModel):
     session_id: Union[None, StrictStr] = Field(None, description="Hermes session id once known")
     started: StrictStr = Field(..., description="ISO timestamp")
     schedule_id: Union[None, StrictStr] = Field(None, description="Schedule that started the run; None for an invoke")
+    tokens: int = Field(0, description="Tokens the run used so far, as the provider reported them")
+    max_tokens: Union[None, int] = Field(None, description="The run's token budget; None: no cap")
 
 
 class AgentSchedules(StrictModel):
@@ -226,6 +237,16 @@ class SchedulerStatus(StrictModel):
     agents: Dict[StrictStr, AgentSchedules] = Field({}, description="Schedules by agent")
 
 
+class AgentBudget(StrictModel):
+    day: StrictStr = Field(..., description="The day (UTC) counted, YYYY-MM-DD")
+    tokens: int = Field(0, description="Tokens the agent's runs used that day")
+    cost_usd: float = Field(0.0, description="What they cost, by the agent's prices")
+    daily_tokens: Union[None, int] = Field(None, description="The agent's daily token budget")
+    daily_cost_usd: Union[None, float] = Field(None, description="The agent's daily cost budget")
+    percent: float = Field(0.0, description="Share of the fuller of the two budgets spent, in %")
+    warning: Union[None, StrictStr] = Field(None, description="At 50, 75 and 90 %: how much is spent")
+
+
 class WorkerStatus(StrictModel):
     ready: StrictBool = Field(..., description="Worker accepts runs")
     errors: List[StrictStr] = Field([], description="Why the worker or some agents are not ready")
@@ -238,6 +259,7 @@ class WorkerStatus(StrictModel):
     threads: int = Field(0, description="Threads of the worker process")
     open_files: int = Field(0, description="Open file descriptors of the worker process")
     scheduler: SchedulerStatus = Field(SchedulerStatus(), description="Scheduled checks: ticking, next due, overdue")
+    budgets: Dict[StrictStr, AgentBudget] = Field({}, description="Daily budgets of the agents that have one")
 
 
 class ManageAgentResultData(StrictModel):
@@ -272,7 +294,9 @@ class ScheduleInfo(StrictModel):
 class ScheduleRun(StrictModel):
     schedule_id: StrictStr = Field(..., description="Schedule the run belongs to")
     status: ScheduleRunStatus = Field(
-        ..., description="ok, regressed, recovered (against its criteria), failed, missed, interrupted or timeout"
+        ...,
+        description="ok, regressed, recovered (against its criteria), failed, missed, interrupted, timeout or "
+        "skipped (the agent's daily budget was spent)",
     )
     due: Union[None, StrictStr] = Field(None, description="ISO time the run was due")
     started: Union[None, StrictStr] = Field(None, description="ISO time the run started")

@@ -2,7 +2,7 @@
 ``Hermes(client)``: the hermes service from Python, the way the ``nf#``
 commands use it: agents found across workers, runs routed to the worker
 that serves the agent (or owns the session), interrupts, sessions and
-commands.
+commands, and the workers' run records and audit logs.
 """
 
 from typing import Any, Dict, List, Optional
@@ -144,3 +144,11 @@ class Hermes:
         return handover.handover(
             self.router, writer, agents, since, workers, request, response_schema=response_schema, timeout=timeout
         )
+    def runs(self, workers: Selector = None, **filters: Any) -> Dict[str, dict]:
+        """Recorded runs of the selected workers, newest first: ``{worker: Result}``, each result a page
+        (``runs``, ``total``, ``next_offset``). Filters as the ``get_runs`` task takes them."""
+        return self.router.runs(workers, **filters)
+
+    def verify_audit(self, workers: Selector = None) -> Dict[str, dict]:
+        """The check of each selected worker's audit log: ``{worker: Result}``."""
+        return self.router.verify_audit(workers)

@@ -2,9 +2,10 @@
 The ``hermes`` NorFab worker: NorFab tasks over a :class:`HermesHost`.
 
 ``HermesWorker`` is NorFab's worker plus one task mixin per area (runs,
-approvals, sessions, agents, schedules, memory, evidence, handover, service). Tasks are thin: NorFab validates the input,
-the task calls the host and wraps the answer in a ``Result``; nothing from
-Hermes appears in a result, results are this project's models.
+approvals, records, sessions, agents, schedules, memory, evidence, handover,
+service). Tasks are thin: NorFab validates the input, the task calls the host
+and wraps the answer in a ``Result``; nothing from Hermes appears in a result,
+results are this project's models.
 """
 
 import logging
@@ -27,6 +28,7 @@ from .tasks.base import hide_builtin_tasks
 from .tasks.evidence import EvidenceTasks
 from .tasks.handover import HandoverTasks
 from .tasks.memory import MemoryTasks
+from .tasks.records import RecordTasks
 from .tasks.runs import RunTasks
 from .tasks.schedules import ScheduleTasks
 from .tasks.service import ServiceTasks
@@ -43,6 +45,7 @@ class HermesWorker(
     NFPWorker,
     RunTasks,
     ApprovalTasks,
+    RecordTasks,
     SessionTasks,
     AgentTasks,
     ScheduleTasks,

@@ -5,7 +5,8 @@ The host: one worker's Hermes, wired from small owners.
 adapter reach through the port (``hermes.port``). It owns no state of its
 own beyond the wiring: the runtime (Hermes, gateway, loop thread), the agent
 catalog (definitions, profiles, secrets), the tool box and tool runner, the
-run registry and pipeline and the session queries each keep theirs.
+run registry and pipeline, the session queries and the records (runs,
+approvals, usage, audit log) each keep theirs.
 """
 
 import logging
@@ -15,6 +16,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import AgentUnavailable, InvalidRequest
 from ..models import (
+    AgentBudget,
     AgentDefinition,
     ApprovalInfo,
     CommandResultData,
@@ -26,6 +28,7 @@ from ..models import (
     ManageAgentResultData,
     MemoryResultData,
     ReportResultData,
+    RunsPage,
     RunStateData,
     ScheduleDefinition,
     ScheduleResultData,
@@ -42,11 +45,15 @@ from .handover.material import Handover
 from .hermes import compat, metering, patches, plugin, port
 from .hermes.runtime import HermesRuntime
 from .memory.store import AgentMemory
+from .records.store import Records
 from .runs import turn
 from .runs.approvals import ApprovalInbox
+from .runs.budget import DailyLimits, DailyUsage
 from .runs.pipeline import RunPipeline
+from .runs.recording import RunRecorder
 from .runs.registry import RunRegistry
 from .runs.run import Run
+from .runs.storm import Storm
 from .schedules.ticker import Schedules
 from .sessions import commands
 from .sessions.store import Sessions
@@ -92,13 +99,16 @@ class HermesHost:
         self.stopping = threading.Event()
         self.catalog = AgentCatalog(worker_name, root, inventory, agents, errors)
         self.runtime = HermesRuntime(worker_name, root, self.catalog.secrets, inventory.hermes_log_level)
-        self.runs = RunRegistry(worker_name, root, inventory.max_concurrent_runs)
+        self.records = Records(root, worker_name, inventory.records)
+        recorder = RunRecorder(self.records, worker_name, self.catalog.secrets)
+        self.runs = RunRegistry(worker_name, root, inventory.max_concurrent_runs, recorder)
+        self.daily = DailyUsage(self.records)
         self.sessions = Sessions(worker_name, self.runtime)
         self.tools = ToolBox(client, inventory.tool_retry_interval)
         self.lifecycle = Lifecycle(
             worker_name, self.catalog, self.runtime, self.runs, self.tools, definition_of or self.catalog.require
         )
-        self.approvals = ApprovalInbox(worker_name)
+        self.approvals = ApprovalInbox(worker_name, self.records)
         self.delegator = Delegator(client, worker_name, self.catalog.secrets)
         self.pipeline = RunPipeline(
             worker_name,
@@ -110,6 +120,9 @@ class HermesHost:
             self.tools,
             self.delegator,
             self.stopping,
+            Storm(worker_name, self.records.deduplicate),
+            self.daily,
+            self.note,
         )
         self.evidence = EvidenceStore(
             root,
@@ -143,6 +156,13 @@ class HermesHost:
 
     def start(self) -> None:
         """Prepare the instance root, import Hermes, render the agents' profiles, start the gateway."""
+        cut_runs, cut_approvals = self.records.settle()
+        if cut_runs or cut_approvals:
+            log.warning(
+                f"{self.worker_name} - Runs {cut_runs} and approvals {cut_approvals} were open when the worker "
+                "last went down: recorded as ended by the restart, nothing of them runs again"
+            )
+        self.records.prune()
         self.runtime.prepare(profiles.root_config(self.catalog.max_turns_ceiling()))
         patches.serve_profile_secrets(self.catalog.secrets_for)
         patches.per_profile_iterations(self.catalog.iterations)
@@ -214,9 +234,12 @@ class HermesHost:
         job: Any,
         interactive: bool = False,
         lineage: Optional[Dict[str, Any]] = None,
+        dedupe_key: Optional[str] = None,
         response_schema: Optional[Dict[str, Any]] = None,
     ) -> InvokeResultData:
-        return self.pipeline.invoke(agent, instructions, session_id, timeout, job, interactive, lineage, response_schema)
+        return self.pipeline.invoke(
+            agent, instructions, session_id, timeout, job, interactive, lineage, dedupe_key, response_schema
+        )
 
     def start_run(
         self,
@@ -224,9 +247,11 @@ class HermesHost:
         instructions: str,
         session_id: Optional[str],
         timeout: Optional[float],
+        client: Optional[str] = None,
+        dedupe_key: Optional[str] = None,
         response_schema: Optional[Dict[str, Any]] = None,
     ) -> RunStateData:
-        return self.pipeline.start_run(agent, instructions, session_id, timeout, response_schema)
+        return self.pipeline.start_run(agent, instructions, session_id, timeout, client, dedupe_key, response_schema)
 
     def run_state(self, agent: str, run_id: str, offset: int = 0) -> RunStateData:
         return self.pipeline.run_state(agent, run_id, offset)
@@ -254,18 +279,65 @@ class HermesHost:
         return self.sessions.get(agent, session_id, limit)
 
     def schedule(
-        self, agent: str, action: str, schedule_id: Optional[str], definition: Optional[ScheduleDefinition], limit: int
+        self,
+        agent: str,
+        action: str,
+        schedule_id: Optional[str],
+        definition: Optional[ScheduleDefinition],
+        limit: int,
+        client: Optional[str] = None,
     ) -> ScheduleResultData:
         if action == "run" or agent not in self.catalog.stopped:
             self.require(agent)
-        return self.schedules.act(agent, action, schedule_id, definition, limit)
+        result = self.schedules.act(agent, action, schedule_id, definition, limit)
+        if action not in ("list", "history"):
+            changed = [{"schedule_id": s.schedule_id, "name": s.name, "schedule": s.schedule} for s in result.schedules]
+            self.note(f"schedule.{action}", agent=agent, actor=client, schedules=changed or [{"schedule_id": schedule_id}])
+        return result
 
     def manage_agent(
-        self, action: str, agent: str, definition: Optional[Dict[str, Any]], clone_from: Optional[str], interrupt: bool
+        self,
+        action: str,
+        agent: str,
+        definition: Optional[Dict[str, Any]],
+        clone_from: Optional[str],
+        interrupt: bool,
+        client: Optional[str] = None,
     ) -> ManageAgentResultData:
         if self.stopping.is_set():
             raise AgentUnavailable(f"worker '{self.worker_name}' is shutting down")
-        return self.lifecycle.act(action, agent, definition, clone_from, interrupt)
+        result = self.lifecycle.act(action, agent, definition, clone_from, interrupt)
+        self.note(f"agent.{action}", agent=agent, actor=client, done=result.done, clone_from=clone_from)
+        return result
+
+    # -------------------------------------------------------------- records
+
+    def note(
+        self, kind: str, agent: Optional[str] = None, run_id: Optional[str] = None, actor: Optional[str] = None, **data: Any
+    ) -> None:
+        """An audit entry; a records failure is logged, never the caller's failure."""
+        try:
+            self.records.note(kind, agent, run_id, actor, **data)
+        except Exception:
+            log.exception(f"{self.worker_name} - Could not write audit entry {kind}")
+
+    def budgets(self, agent: Optional[str] = None) -> Dict[str, AgentBudget]:
+        """Today's spend of every agent with a daily budget (or of ``agent``)."""
+        found = {}
+        for name, definition in self.catalog.agents.items():
+            limits = DailyLimits.of(definition)
+            if limits is not None and agent in (None, name):
+                found[name] = self.daily.status(name, limits)
+        return found
+
+    def runs_page(self, limit: int, offset: int, **filters: Any) -> RunsPage:
+        """A page of the run records; a run in flight shows its live state."""
+        page = self.records.runs(limit, offset, **filters)
+        live = []
+        for summary in page.runs:
+            run = self.runs.live(summary.run_id)
+            live.append(summary.model_copy(update={"state": run.state}) if run is not None else summary)
+        return page.model_copy(update={"runs": live})
 
     # ------------------------------------------------------ carried over
 

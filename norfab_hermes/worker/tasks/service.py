@@ -30,7 +30,7 @@ class ServiceTasks:
     @HermesTask(input=GetStatusInput, output=GetStatusResult, fastapi=REST, mcp=READ_ONLY)
     def get_status(self, agent: Optional[str] = None) -> Result:
         """
-        Readiness, agents, active runs, scheduler health and errors of this worker.
+        Readiness, agents, active runs, scheduler health, daily budgets and errors of this worker.
 
         Args:
             agent: only this agent's availability, runs and schedules.
@@ -48,6 +48,7 @@ class ServiceTasks:
                 agents={name: up for name, up in agents.items() if agent in (None, name)},
                 active_runs=[run for run in runs if agent in (None, run.agent)],
                 scheduler=host.schedules.status(agent) if host else SchedulerStatus(),
+                budgets=host.budgets(agent) if host else {},
                 max_concurrent_runs=host.inventory.max_concurrent_runs if host else 0,
                 hermes_home=str(host.root) if host else None,
                 commands=sorted(SUPPORTED_COMMANDS),
