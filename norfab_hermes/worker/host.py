@@ -341,11 +341,16 @@ class HermesHost:
 
     # ------------------------------------------------------ carried over
 
-    def agent_memory(self, agent: str, action: str, target: Optional[str], entry: Optional[str]) -> MemoryResultData:
+    def agent_memory(
+        self, agent: str, action: str, target: Optional[str], entry: Optional[str], client: Optional[str] = None
+    ) -> MemoryResultData:
         self.catalog.require_known(agent)
         if agent not in self.catalog.agents:
             raise AgentUnavailable(f"agent '{agent}' on worker '{self.worker_name}' is invalid: {self.catalog.errors.get(agent)}")
-        return self.memory.act(agent, self.catalog.agents[agent], action, target, entry)
+        result = self.memory.act(agent, self.catalog.agents[agent], action, target, entry)
+        if action == "clear":
+            self.note("memory.clear", agent=agent, actor=client, target=target, entry=entry, done=result.message)
+        return result
 
     def evidence_of(
         self, agent: str, run_id: Optional[str], session_id: Optional[str], artifact_id: Optional[str]

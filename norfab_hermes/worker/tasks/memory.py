@@ -2,21 +2,24 @@
 
 from typing import Optional
 
+from norfab.core.worker import Job
 from norfab.models import Result
 
 from ...models import MemoryInput, MemoryResult
+from ...norfab_compat import client_of
 from .base import REST, HermesTask
 
 
 class MemoryTasks:
     @HermesTask(input=MemoryInput, output=MemoryResult, fastapi=REST, mcp=False, agent={"enabled": False})
     def memory(
-        self, agent: str, action: str = "list", target: Optional[str] = None, entry: Optional[str] = None
+        self, job: Job, agent: str, action: str = "list", target: Optional[str] = None, entry: Optional[str] = None
     ) -> Result:
         """
         List or clear what an agent saved: its memory notes, what it knows of the operator, its skills.
 
         Args:
+            job: NorFab job; its client is recorded in the audit log when it clears.
             agent: agent name.
             action: list, or clear.
             target: clear: memory, user or skills.
@@ -27,4 +30,5 @@ class MemoryTasks:
             masked), the skills, whether the definition turns memory and
             skills on, and what a clear did.
         """
-        return Result(result=self.running_host().agent_memory(agent, action, target, entry).model_dump())
+        result = self.running_host().agent_memory(agent, action, target, entry, client_of(job))
+        return Result(result=result.model_dump())
