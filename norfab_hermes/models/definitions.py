@@ -23,6 +23,7 @@ from pydantic import (
 from ..errors import InventoryError
 from ..safety import commands, guards, host_access
 from .base import StrictModel, describe_validation_error
+from .changes import ChangeFields, ChangePolicy, WorkflowDefinition
 
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
@@ -102,7 +103,7 @@ class NorfabToolTarget(StrictModel):
         return self
 
 
-class ToolDefinition(StrictModel):
+class ToolDefinition(ChangeFields):
     """A NorFab task offered to an agent as a named tool."""
 
     description: Union[None, StrictStr] = Field(
@@ -153,6 +154,15 @@ class ToolDefinition(StrictModel):
                 "remove it, or fix its value under norfab.kwargs"
             )
         return value
+
+    @model_validator(mode="after")
+    def _changes(self) -> "ToolDefinition":
+        declared = self.change_fields()
+        if declared and not self.approval:
+            raise ValueError(f"{', '.join(declared)}: only for tools that change devices; set approval: true")
+        if self.preview and self.preview.dry_run and (self.norfab.service, self.norfab.task) != ("nornir", "cfg"):
+            raise ValueError("preview dry_run is nornir cfg's dry run; give other tools a read-only preview tool")
+        return self
 
 
 class DelegateDefinition(StrictModel):
@@ -216,6 +226,10 @@ class AgentDefinition(StrictModel):
         le=MAX_DELEGATION_DEPTH,
         description="Longest chain of delegations, counted from the run that started it, this agent may extend",
     )
+    workflows: Dict[StrictStr, WorkflowDefinition] = Field(
+        {}, description="Reviewed NorFab workflow files the agent may run, by tool name; always approval-gated"
+    )
+    changes: ChangePolicy = Field(ChangePolicy(), description="When and how many changes, and failed verifications")
 
     @field_validator("hermes")
     @classmethod
@@ -229,7 +243,7 @@ class AgentDefinition(StrictModel):
         host_access.refuse_secrets(value, "hermes")
         return value
 
-    @field_validator("tools", "delegates")
+    @field_validator("tools", "delegates", "workflows")
     @classmethod
     def _tool_names(cls, value: Dict[str, Any]) -> Dict[str, Any]:
         for name in value:
@@ -237,13 +251,35 @@ class AgentDefinition(StrictModel):
                 raise ValueError(f"tool name '{name}' must be 1-64 letters, digits, '_' or '-'")
         return value
 
-    @field_validator("delegates")
+    @field_validator("delegates", "workflows")
     @classmethod
     def _one_name_one_tool(cls, value: Dict[str, Any], info: ValidationInfo) -> Dict[str, Any]:
-        both = sorted(set(value) & set(info.data.get("tools") or {}))
-        if both:
-            raise ValueError(f"{', '.join(both)} named both under tools and under delegates; rename one")
+        for other in ("tools", "delegates"):
+            both = sorted(set(value) & set(info.data.get(other) or {})) if other != info.field_name else []
+            if both:
+                raise ValueError(f"{', '.join(both)} named both under {other} and under {info.field_name}; rename one")
         return value
+
+    @model_validator(mode="after")
+    def _change_checks(self) -> "AgentDefinition":
+        """A change's preview and verify name read-only tools of this agent, and use the call's own arguments."""
+        read_only = sorted(name for name, tool in self.tools.items() if not tool.approval)
+        changes = [(f"tools.{n}", t) for n, t in self.tools.items() if t.approval]
+        changes += [(f"workflows.{n}", t) for n, t in self.workflows.items()]
+        for where, tool in changes:
+            for part, check in (("preview", tool.preview), ("verify", tool.verify)):
+                if check and check.tool and check.tool not in read_only:
+                    raise ValueError(
+                        f"{where}.{part}: '{check.tool}' is not a read-only tool of this agent "
+                        f"(tools without approval: {', '.join(read_only) or 'none'})"
+                    )
+            if tool.input_schema is not None:
+                unknown = sorted(tool.references() - set(tool.input_schema.get("properties") or {}))
+                if unknown:
+                    raise ValueError(
+                        f"{where}: preview, verify or rollback use {', '.join(unknown)}, not arguments in its input_schema"
+                    )
+        return self
 
 
 class AgentReference(StrictModel):

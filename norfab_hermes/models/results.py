@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from .base import StrictModel
+from .changes import BreakerState, ChangeRecord, ChangesStatus, OutcomeUnknown
 from .definitions import Lineage
 
 # the closed sets of states and outcomes results carry
@@ -68,6 +69,9 @@ class ToolCallSummary(StrictModel):
     truncated: StrictBool = Field(False, description="Result was cut to the size limit")
     error: Union[None, StrictStr] = Field(None, description="Why the call failed or was refused")
     delegated: Union[None, DelegatedRun] = Field(None, description="For a delegate tool: the run it started")
+    change: Union[None, ChangeRecord] = Field(
+        None, description="For a change: its devices, preview, approved digest, verification and rollback"
+    )
 
 
 class RunUsage(StrictModel):
@@ -93,6 +97,13 @@ class ApprovalInfo(StrictModel):
     decided: Union[None, StrictStr] = Field(None, description="ISO time of the decision or expiry")
     decided_by: Union[None, StrictStr] = Field(None, description="NorFab client that approved or denied")
     note: Union[None, StrictStr] = Field(None, description="The decider's note")
+    devices: List[StrictStr] = Field([], description="For a change: the devices it names")
+    preview: Dict[StrictStr, StrictStr] = Field(
+        {}, description="For a change: what it would do, per device (dry run or a read-only tool)"
+    )
+    change_digest: Union[None, StrictStr] = Field(
+        None, description="For a change: digest of tool, task arguments, targets and preview; what runs must match it"
+    )
 
 
 class InvokeResultData(StrictModel):
@@ -130,6 +141,9 @@ class RunStateData(StrictModel):
     approvals: List[ApprovalInfo] = Field([], description="Approvals asked so far")
     reply: StrictStr = Field("", description="The message the agent is writing now, as far as it got")
     result: Union[None, InvokeResultData] = Field(None, description="The full envelope, once finished")
+    outcome_unknown: List[OutcomeUnknown] = Field(
+        [], description="Changes of the run whose outcome nobody knows (its worker stopped mid-change)"
+    )
 
 
 class AgentSummary(StrictModel):
@@ -182,6 +196,9 @@ class SessionDetails(SessionSummary):
     agent: StrictStr = Field(..., description="Agent owning the session")
     worker: StrictStr = Field(..., description="Worker owning the session")
     messages: List[SessionMessage] = Field([], description="The newest messages, oldest first")
+    outcome_unknown: List[OutcomeUnknown] = Field(
+        [], description="Changes made in the session whose outcome nobody knows, until acknowledged"
+    )
 
 
 class CommandResultData(StrictModel):
@@ -232,6 +249,9 @@ class WorkerStatus(StrictModel):
     threads: int = Field(0, description="Threads of the worker process")
     open_files: int = Field(0, description="Open file descriptors of the worker process")
     scheduler: SchedulerStatus = Field(SchedulerStatus(), description="Scheduled checks: ticking, next due, overdue")
+    changes: ChangesStatus = Field(
+        ChangesStatus(), description="Device locks, open breakers and changes of unknown outcome"
+    )
 
 
 class ManageAgentResultData(StrictModel):
@@ -346,3 +366,11 @@ class GetVersionResult(Result):
 
 class GetInventoryResult(Result):
     result: Dict[StrictStr, Any] = Field({}, description="Worker inventory, secrets redacted")
+
+
+class ChangeOutcomeResult(Result):
+    result: Union[None, OutcomeUnknown] = Field(None, description="The change, as acknowledged")
+
+
+class BreakerResult(Result):
+    result: Union[None, BreakerState] = Field(None, description="The agent's breaker after the reset")

@@ -2,7 +2,7 @@
 The ``hermes`` NorFab worker: NorFab tasks over a :class:`HermesHost`.
 
 ``HermesWorker`` is NorFab's worker plus one task mixin per area (runs,
-approvals, sessions, agents, schedules, service). Tasks are thin: NorFab validates the input,
+approvals, changes, sessions, agents, schedules, service). Tasks are thin: NorFab validates the input,
 the task calls the host and wraps the answer in a ``Result``; nothing from
 Hermes appears in a result, results are this project's models.
 """
@@ -24,6 +24,7 @@ from .host import HermesHost
 from .tasks.agents import AgentTasks
 from .tasks.approvals import ApprovalTasks
 from .tasks.base import hide_builtin_tasks
+from .tasks.changes import ChangeTasks
 from .tasks.runs import RunTasks
 from .tasks.schedules import ScheduleTasks
 from .tasks.service import ServiceTasks
@@ -36,7 +37,9 @@ FETCH_ATTEMPTS = 10  # nf:// fetches at start-up race the filesharing worker's R
 log = logging.getLogger(__name__)
 
 
-class HermesWorker(NFPWorker, RunTasks, ApprovalTasks, SessionTasks, AgentTasks, ScheduleTasks, ServiceTasks):
+class HermesWorker(
+    NFPWorker, RunTasks, ApprovalTasks, ChangeTasks, SessionTasks, AgentTasks, ScheduleTasks, ServiceTasks
+):
     """
     NorFab worker hosting the Hermes Agent gateway and serving named agents.
 

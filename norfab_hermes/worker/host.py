@@ -5,7 +5,8 @@ The host: one worker's Hermes, wired from small owners.
 adapter reach through the port (``hermes.port``). It owns no state of its
 own beyond the wiring: the runtime (Hermes, gateway, loop thread), the agent
 catalog (definitions, profiles, secrets), the tool box and tool runner, the
-run registry and pipeline and the session queries each keep theirs.
+run registry and pipeline and the session queries each keep theirs; the
+change envelope (``changes``) keeps device locks, breakers and unknown outcomes.
 """
 
 import logging
@@ -13,15 +14,19 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from ..errors import AgentUnavailable
+from ..errors import AgentUnavailable, UnknownRun
 from ..models import (
     AgentDefinition,
     ApprovalInfo,
+    BreakerState,
+    ChangePolicy,
+    ChangesStatus,
     CommandResultData,
     HermesInventory,
     InterruptResultData,
     InvokeResultData,
     ManageAgentResultData,
+    OutcomeUnknown,
     RunStateData,
     ScheduleDefinition,
     ScheduleResultData,
@@ -32,6 +37,7 @@ from ..safety import host_access
 from .agents import profiles
 from .agents.catalog import AgentCatalog
 from .agents.lifecycle import Lifecycle
+from .changes.control import ChangeControl
 from .hermes import compat, metering, patches, plugin, port
 from .hermes.runtime import HermesRuntime
 from .runs import turn
@@ -42,6 +48,7 @@ from .runs.run import Run
 from .schedules.ticker import Schedules
 from .sessions import commands
 from .sessions.store import Sessions
+from .tools.change import ChangeRunner
 from .tools.delegation import Delegator
 from .tools.runner import ToolRunner
 from .tools.specs import ToolBox, ToolSpec
@@ -52,6 +59,11 @@ STOP_ADAPTER_TIMEOUT = 30.0
 CUT_BY_RESTART = (
     "[This turn was cut short: the hermes worker stopped before it finished, and it was not resumed. "
     "The request above was not completed; answer the next message for itself.]"
+)
+CUT_MID_CHANGE = (
+    "[This turn was cut short while tool {tool} was changing {devices} (NorFab job {job}): the hermes worker "
+    "stopped, and nobody knows whether the change was made. It is not made again; an operator must check the "
+    "devices and acknowledge it before they take another change.]"
 )
 
 
@@ -112,6 +124,10 @@ class HermesHost:
             inbox=self.approvals,
             delegator=self.delegator,
         )
+        self.changes = ChangeControl(root, worker_name)
+        self.tool_runner.changes = ChangeRunner(
+            self.tool_runner, self.changes, self.tools.get, self.change_policy, worker_name
+        )
 
     @property
     def root(self) -> Path:
@@ -140,6 +156,13 @@ class HermesHost:
 
     def _settle_cut_turns(self, runner: Any) -> None:
         # before the gateway starts: it would otherwise run cut turns again on its own
+        for change in self.changes.outcomes.recover():
+            log.warning(
+                f"{self.worker_name} - Change job {change.job_uuid} of run {change.run_id} ({change.tool} on "
+                f"{', '.join(change.devices)}) was in flight when the worker stopped: its outcome is unknown"
+            )
+            note = CUT_MID_CHANGE.format(tool=change.tool, devices=", ".join(change.devices), job=change.job_uuid)
+            compat.close_unanswered_turn(runner, change.session_id, note)
         cut = compat.settle_cut_turns(runner, self.root, self.runs.cut_by_last_stop(), CUT_BY_RESTART)
         if cut:
             log.warning(
@@ -191,7 +214,24 @@ class HermesHost:
         return self.pipeline.start_run(agent, instructions, session_id, timeout)
 
     def run_state(self, agent: str, run_id: str, offset: int = 0) -> RunStateData:
-        return self.pipeline.run_state(agent, run_id, offset)
+        unknown = self.changes.outcomes.pending(agent, run_id=run_id)
+        try:
+            state = self.pipeline.run_state(agent, run_id, offset)
+        except UnknownRun:
+            if not unknown:
+                raise
+            # the run died with its worker mid-change: its record is all that is left
+            return RunStateData(
+                run_id=run_id,
+                agent=agent,
+                worker=self.worker_name,
+                session_id=unknown[0].session_id,
+                state="finished",
+                stop_reason="outcome_unknown",
+                started=unknown[0].started,
+                outcome_unknown=unknown,
+            )
+        return state.model_copy(update={"outcome_unknown": unknown}) if unknown else state
 
     def decide(self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str]) -> ApprovalInfo:
         return self.approvals.decide(approval_id, approve, by, note)
@@ -213,7 +253,27 @@ class HermesHost:
 
     def get_session(self, agent: str, session_id: str, limit: int) -> SessionDetails:
         self.require(agent)
-        return self.sessions.get(agent, session_id, limit)
+        details = self.sessions.get(agent, session_id, limit)
+        unknown = self.changes.outcomes.pending(agent, session_id=session_id)
+        return details.model_copy(update={"outcome_unknown": unknown}) if unknown else details
+
+    # -------------------------------------------------------------- changes
+
+    def change_policy(self, agent: str) -> ChangePolicy:
+        definition = self.catalog.agents.get(agent)
+        return definition.changes if definition else ChangePolicy()
+
+    def change_status(self, agent: Optional[str] = None) -> ChangesStatus:
+        return self.changes.status({name: self.change_policy(name) for name in self.catalog.agents}, agent)
+
+    def reset_breaker(self, agent: str, by: Optional[str], note: Optional[str]) -> BreakerState:
+        self.catalog.require_known(agent)
+        return self.changes.reset_breaker(agent, self.change_policy(agent), by, note)
+
+    def acknowledge(self, outcome_id: str, by: Optional[str], note: Optional[str]) -> OutcomeUnknown:
+        change = self.changes.acknowledge(outcome_id, by, note)
+        log.warning(f"{self.worker_name} - Change job {change.job_uuid} acknowledged by {by}: {note or 'no note'}")
+        return change
 
     def schedule(
         self, agent: str, action: str, schedule_id: Optional[str], definition: Optional[ScheduleDefinition], limit: int

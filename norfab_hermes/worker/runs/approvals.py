@@ -32,8 +32,21 @@ class ApprovalInbox:
         self._decided: Dict[str, threading.Event] = {}
         self._lock = threading.Lock()
 
-    def request(self, run: Run, tool: str, target: str, arguments: Dict[str, Any]) -> ApprovalInfo:
-        """Park a call until it is decided or expires; the approval as it ended."""
+    def request(
+        self,
+        run: Run,
+        tool: str,
+        target: str,
+        arguments: Dict[str, Any],
+        preview: Optional[Dict[str, str]] = None,
+        digest: Optional[str] = None,
+        devices: Optional[List[str]] = None,
+    ) -> ApprovalInfo:
+        """Park a call until it is decided or expires; the approval as it ended.
+
+        A change comes with its devices, preview and digest: the decision is
+        for that change, and what runs must match it (``tools/change.py``).
+        """
         wait = min(run.approval_timeout, run.remaining() - 1.0)
         requested = time.time()
         approval = ApprovalInfo(
@@ -48,6 +61,9 @@ class ApprovalInbox:
             state="pending",
             requested=now_iso(),
             expires=datetime.fromtimestamp(requested + max(wait, 0), timezone.utc).isoformat(timespec="milliseconds"),
+            devices=devices or [],
+            preview=preview or {},
+            change_digest=digest,
         )
         decided = threading.Event()
         with self._lock:

@@ -1,7 +1,7 @@
 """
 Every budget of one run, counted and checked in one place: wall clock, model
 requests (the agent's, its subagents' and Hermes' auxiliary ones), NorFab
-tool calls, the same call repeated, and devices reached.
+tool calls, the same call repeated, devices reached, and changes made.
 
 A check answers with the stop reason and message of the budget it breaks,
 or None; the run stops on the first one (``Run``).
@@ -28,6 +28,7 @@ class Limits:
     max_calls: int = 30  # NorFab tool calls
     max_targets: int = 20  # distinct devices reached through nornir tools
     max_repeats: int = 3  # the same call with the same arguments
+    max_changes: int = 5  # changes sent to devices (changes.max_per_run)
 
     @classmethod
     def of(
@@ -45,6 +46,7 @@ class Limits:
             max_calls=definition.max_tool_calls or inventory.max_tool_calls,
             max_targets=definition.max_targets or inventory.max_targets,
             max_repeats=inventory.max_repeated_calls,
+            max_changes=definition.changes.max_per_run,
         )
 
 
@@ -57,6 +59,7 @@ class Budget:
         self.deadline = self.started + limits.seconds
         self.model_requests = 0
         self.targets: Set[str] = set()
+        self.changes = 0  # changes sent
         self._calls: Counter = Counter()  # (tool, arguments digest) -> times called
         self._lock = threading.Lock()
 
@@ -101,3 +104,20 @@ class Budget:
                 f"the run touched {touched} devices, over its budget of {self.limits.max_targets}",
             )
         return None
+
+    def reserve_change(self) -> Optional[str]:
+        """Hold one of the run's changes for a change call; why not when its budget is spent.
+
+        A spent change budget refuses the change, not the run: the agent can
+        still read devices and report. A change that is not sent after all
+        gives its place back (``release_change``).
+        """
+        with self._lock:
+            if self.changes >= self.limits.max_changes:
+                return f"the run has made its {self.limits.max_changes} change(s) (changes.max_per_run)"
+            self.changes += 1
+        return None
+
+    def release_change(self) -> None:
+        with self._lock:
+            self.changes -= 1

@@ -6,7 +6,8 @@ then for a NorFab tool validate the model's arguments against the tool and
 the guards, merge fixed ones, ask for approval when the tool changes state,
 dispatch with a timeout inside the run's budget, and turn the NorFab reply
 into a redacted result the model can read; a delegate's question goes to
-the delegator (``delegation``). Every result is bounded and recorded; every
+the delegator (``delegation``), a change (an approval-gated tool or a
+workflow) goes through the change envelope (``change``). Every result is bounded and recorded; every
 failure is a tool error the model sees; nothing here raises into Hermes.
 """
 
@@ -15,20 +16,18 @@ import logging
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import jsonschema
 
 from ...models import ToolCallSummary, arguments_digest
 from ...norfab_compat import forget_job
 from ...safety import commands, guards
+from ...safety.changes import HOST_FILTERS
 from ...safety.redact import redact, scrub
-from .specs import CallTrace, DelegateSpec, ToolError, ToolSpec, is_open
+from .specs import CallTrace, ChangeAsk, DelegateSpec, ToolError, ToolSpec, is_open
 
 log = logging.getLogger(__name__)
-
-# host filters of NorFab's nornir-style tasks: a call naming hosts expects data back
-HOST_FILTERS = {"FO", "FB", "FH", "FC", "FR", "FG", "FP", "FL", "FM", "FX", "FN", "hosts"}
 MIN_CALL_SECONDS = 1.0  # a call needs at least this much of the run budget left
 CLOCK_SKEW = 60.0  # seconds a worker's clock may be behind ours before its result counts as stale
 
@@ -70,17 +69,19 @@ class ToolRunner:
         max_chars: int,
         per_target: int,
         secrets: Callable[[], List[str]] = lambda: [],
-        ask: Callable[[str, str, Any], Any] = None,
+        ask: Callable[..., Any] = None,
         inbox: Any = None,
         delegator: Any = None,
+        changes: Any = None,
     ) -> None:
         self.client = client
         self.max_chars = max_chars
         self.per_target = per_target
         self.secrets = secrets
-        self.ask = ask  # ask(session_key, question, default): the run's operator answers, or PermissionError
+        self.ask = ask  # ask(session_key, question, default, metadata): the run's operator answers, or PermissionError
         self.inbox = inbox  # the approval inbox of runs nobody is attached to
         self.delegator = delegator  # asks other agents, for delegate tools
+        self.changes = changes  # runs change calls inside the change envelope (``change.ChangeRunner``)
         self._targets: Dict[str, threading.BoundedSemaphore] = {}
         self._lock = threading.Lock()
 
@@ -98,6 +99,8 @@ class ToolRunner:
                 raise ToolError(f"{refusal}; the call was not made")
             if isinstance(spec, DelegateSpec):
                 text, status, error = self.delegator.ask(spec, arguments, run, interrupted, trace)
+            elif spec.changes and self.changes is not None:
+                text, status, error = self.changes.run(spec, arguments, run, interrupted, trace)
             else:
                 text, status, error = self._norfab(spec, arguments, run, interrupted, trace)
         except ToolError as refused:
@@ -118,6 +121,7 @@ class ToolRunner:
             truncated=truncated,
             error=error,
             delegated=trace.delegated.record() if trace.delegated else None,
+            change=trace.change,
         )
         run.record_tool_call(summary)
         run.event(
@@ -139,25 +143,24 @@ class ToolRunner:
         trace: CallTrace,
     ) -> Tuple[str, str, Optional[str]]:
         kwargs = self.prepare(spec, arguments)
-        timeout = self._timeout(spec, run)
-        self._approve(spec, arguments, run)
+        timeout = self.call_timeout(spec, run)
+        self.approve(spec, arguments, run)
         target = spec.target
         run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
-        reply = self._dispatch(spec, kwargs, timeout, run, interrupted, trace)
+        reply = self.dispatch(spec, kwargs, timeout, run, interrupted, trace)
         if target.service == "nornir":
             run.touched(devices_in(reply))
         return self.render(spec, trace.job_uuid, reply, arguments, run.started)
 
     # ------------------------------------------------------------- arguments
 
-    def prepare(self, spec: ToolSpec, arguments: Dict[str, Any]) -> Dict[str, Any]:
-        """Validate the model's arguments and build the task kwargs."""
+    def validate(self, spec: Any, arguments: Dict[str, Any], fixed_names: Set[str]) -> None:
+        """The model's arguments against the tool: available, an object, nothing fixed or guarded, the schema."""
         if spec.error:
             raise ToolError(f"tool {spec.name} is unavailable: {spec.error}")
         if not isinstance(arguments, dict):
             raise ToolError("arguments must be a JSON object")
-        target = spec.target
-        fixed = sorted(set(arguments) & (set(target.kwargs) | {"workers"}))
+        fixed = sorted(set(arguments) & fixed_names)
         if fixed:
             raise ToolError(
                 f"argument(s) {', '.join(fixed)} are fixed by the tool definition and cannot be set; call again without them"
@@ -181,6 +184,11 @@ class ToolRunner:
             raise ToolError(
                 f"invalid arguments ({path}): {error.message}; call again with arguments matching the schema"
             ) from None
+
+    def prepare(self, spec: ToolSpec, arguments: Dict[str, Any]) -> Dict[str, Any]:
+        """Validate the model's arguments and build the task kwargs."""
+        target = spec.target
+        self.validate(spec, arguments, set(target.kwargs) | {"workers"})
         definition = spec.definition
         spliced = {k: arguments[k] for k in target.job_data if k in arguments}
         try:
@@ -200,21 +208,27 @@ class ToolRunner:
             kwargs["job_data"] = {**spliced, **(fixed_data or {})}
         return kwargs
 
-    def _timeout(self, spec: ToolSpec, run: Any) -> float:
+    def call_timeout(self, spec: Any, run: Any) -> float:
         timeout = min(spec.target.timeout, run.remaining() - MIN_CALL_SECONDS)
         if timeout < MIN_CALL_SECONDS:
             raise ToolError("the run's time budget is spent; no time left for another tool call")
         return timeout
 
-    def _approve(self, spec: ToolSpec, arguments: Dict[str, Any], run: Any) -> None:
-        """A live caller answers inline; a run nobody is attached to waits in the inbox, or is refused."""
-        if not spec.definition.approval:
+    def approve(self, spec: Any, arguments: Dict[str, Any], run: Any, change: Optional[ChangeAsk] = None) -> None:
+        """A live caller answers inline; a run nobody is attached to waits in the inbox, or is refused.
+
+        A change is shown with its devices, preview and digest, and is
+        always asked; another tool only when its definition sets approval.
+        """
+        if change is None and not spec.definition.approval:
             return
         if self.ask is None and self.inbox is None:
             raise ToolError("this tool needs the operator's approval, and nobody can be asked in this run")
-        target = f"{spec.target.service}.{spec.target.task} on {spec.target.workers}"
+        service, task, workers = spec.where()
+        target = f"{service}.{task} on {workers}"
         if not run.interactive and run.approval_timeout > 0 and self.inbox is not None:
-            approval = self.inbox.request(run, spec.name, target, arguments)
+            shown = dict(preview=change.preview, digest=change.digest, devices=change.devices) if change else {}
+            approval = self.inbox.request(run, spec.name, target, arguments, **shown)
             note = f" ({approval.note})" if approval.note else ""
             if approval.state == "approved":
                 return
@@ -223,12 +237,17 @@ class ToolRunner:
             raise ToolError(
                 f"this tool needs the operator's approval: approval {approval.approval_id} expired{note}; the call was not made"
             )
+        what = change.what if change else "run tool"
         question = (
-            f"Agent '{spec.agent}' wants to run tool {spec.name} ({spec.target.service}.{spec.target.task}) "
+            f"Agent '{spec.agent}' wants to {what} {spec.name} ({service}.{task}) "
             f"with {json.dumps(arguments, sort_keys=True)}. Allow?"
         )
+        metadata = {"approval": {"tool": spec.name, "arguments": arguments}}
+        if change:
+            question = f"{change.shown()}\n{question}"
+            metadata["approval"].update(digest=change.digest, devices=change.devices, preview=change.preview)
         try:
-            allowed = self.ask(run.session_key, question, False)
+            allowed = self.ask(run.session_key, question, False, metadata)
         except PermissionError as reason:
             raise ToolError(f"this tool needs the operator's approval: {reason}; the call was not made") from None
         if allowed is not True and str(allowed).lower() not in ("y", "yes", "true"):
@@ -236,20 +255,22 @@ class ToolRunner:
 
     # -------------------------------------------------------------- dispatch
 
-    def _semaphore(self, spec: ToolSpec) -> threading.BoundedSemaphore:
+    def _semaphore(self, spec: Any) -> threading.BoundedSemaphore:
         key = f"{spec.target.service}/{json.dumps(spec.target.workers)}"
         with self._lock:
             return self._targets.setdefault(key, threading.BoundedSemaphore(self.per_target))
 
-    def _dispatch(
+    def dispatch(
         self,
-        spec: ToolSpec,
+        spec: Any,
         kwargs: Dict[str, Any],
         timeout: float,
         run: Any,
         interrupted: Callable[[], bool],
         trace: CallTrace,
+        uuid: Optional[str] = None,
     ) -> Any:
+        """Submit the job (with ``uuid`` when the caller recorded it first) and follow it to its reply."""
         target = spec.target
         deadline = time.time() + timeout
         # concurrent jobs to one nornir worker can come back empty; queue them
@@ -265,6 +286,7 @@ class ToolRunner:
             future = self.client.submit_job(
                 target.service,
                 target.task,
+                uuid=uuid,
                 kwargs=kwargs,
                 workers=target.workers,
                 timeout=child_job_timeout(deadline - time.time()),
