@@ -19,7 +19,7 @@ CONFIG = "{base_prompt}(config)#"
 CONFIG_IF = "{base_prompt}(config-if)#"
 PORTS = ("GigabitEthernet0/1", "GigabitEthernet0/2", "GigabitEthernet0/3")
 SLOW_PORT = "GigabitEthernet0/3"
-SLOW_SECONDS = 8
+SLOW_SECONDS = 5
 
 
 class Switch:

@@ -221,7 +221,7 @@ class WorkflowSpec:
             fetched = client.fetch_file(url, read=True)
         except Exception as error:  # a broken file service must not break the worker
             raise ValueError(f"could not fetch {url}: {error!r}") from None
-        if not fetched or fetched.get("status") != 200 or fetched.get("content") is None:
+        if not fetched or str(fetched.get("status")) != "200" or fetched.get("content") is None:
             raise ValueError(f"could not fetch {url}: {(fetched or {}).get('error') or 'no file service answered'}")
         text = fetched["content"]
         sha = hashlib.sha256(text.encode()).hexdigest()
