@@ -145,8 +145,14 @@ def changes_to(base, host):
 
 
 def device(nf, host, *commands):
-    reply = nf.client.run_job("nornir", "cli", kwargs={"FB": host, "commands": list(commands)}, workers="all", timeout=60)
-    return reply["nornir-worker-1"]["result"][host]
+    """What the switch prints; read again when nornir answers empty (jobs overlapping on one nornir worker)."""
+    for _ in range(5):
+        reply = nf.client.run_job("nornir", "cli", kwargs={"FB": host, "commands": list(commands)}, workers="all", timeout=60)
+        result = (reply["nornir-worker-1"]["result"] or {}).get(host)
+        if result:
+            return result
+        time.sleep(1)
+    raise AssertionError(f"{host} did not answer {commands}: {reply}")
 
 
 def device_log(nf, host):
