@@ -15,7 +15,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+import test_shell
 from conftest import hermes_worker, network, norfab, result_of, run
+from test_shell import nfcli
 
 WORKER = "hermes-worker-1"
 SWITCH = (Path(__file__).parent / "devices" / "switch.py").read_text()
@@ -100,6 +102,7 @@ AGENTS = {
     "impatient": agent({"port_state": PORT_STATE, "enable_port": ENABLE_PORT}, changes={"lock_wait": 1}),
     "fragile": agent({"port_state": PORT_STATE, "enable_port": ENABLE_PORT}, changes={"breaker_after": 2}),
     "nightly": agent({"port_state": PORT_STATE, "enable_port": ENABLE_PORT}, changes={"windows": [tomorrow_window()]}),
+    "hasty": agent({"port_state": PORT_STATE, "enable_port": {**ENABLE_PORT, "norfab": {**ENABLE_PORT["norfab"], "timeout": 3}}}),
     "pinned": agent(
         {"port_state": PORT_STATE},
         workflows={"bring_up": {**BRING_UP, "sha256": "0" * 64}, "reckless": {**BRING_UP, "allow_commands": ["show .*"]}},
@@ -122,6 +125,14 @@ def lab(model, tmp_path_factory):
     base = tmp_path_factory.mktemp("nf")
     with norfab(base, workers, files) as nf:
         yield nf, base
+
+
+@pytest.fixture(scope="module")
+def nf(lab):
+    return lab[0]
+
+
+app = test_shell.app  # nfcli's shell with the hermes plugin mounted, over this module's nf
 
 
 def jobs(base, worker="nornir-worker-1"):
@@ -394,3 +405,46 @@ def test_a_workflow_that_is_not_the_reviewed_file_or_breaks_its_allow_list_never
 
 def session(nf, agent_name, result):
     return run(nf.client, "get_session", worker=WORKER, agent=agent_name, session_id=result["session_id"], limit=200)["result"]["messages"]
+
+
+def test_a_change_its_tool_stopped_waiting_for_is_an_unknown_outcome_until_acknowledged_in_the_shell(lab, app):
+    nf, base = lab
+    result, _ = invoke(nf, "hasty", call("enable_port", FB="sw1", port="GigabitEthernet0/3"), answer=lambda q: True)
+    [summary] = result["tool_calls"]
+    [(job_uuid, _, _)] = changes_to(base, "sw1")
+    assert summary["status"] == "failed" and summary["change"]["outcome"] == "outcome_unknown"
+    assert f"the outcome of change job {job_uuid} on sw1 is unknown" in summary["error"]
+    assert any(job_uuid in warning for warning in result["warnings"])
+
+    out = " ".join(nfcli(app, "hermes status").split())
+    assert "changes of unknown outcome: check the devices, then acknowledge" in out and job_uuid in out
+    assert 'acknowledge one: hermes acknowledge OUTCOME note "WHAT THE DEVICES SHOW"' in out
+    out = " ".join(nfcli(app, "hermes changes").split())
+    assert job_uuid in out and "change breakers: none" in out and "devices being changed: none" in out
+    # the device takes no other change, and nothing sends this one again
+    refused, _ = invoke(nf, "ops", call("enable_port", FB="sw1", port="GigabitEthernet0/1"), answer=lambda q: True)
+    assert f"device sw1 has a change of unknown outcome (job {job_uuid}" in refused["tool_calls"][0]["error"]
+    assert [j[0] for j in changes_to(base, "sw1")] == [job_uuid]
+
+    out = " ".join(nfcli(app, f'hermes acknowledge {job_uuid} note "port checked"').split())
+    assert f"change job {job_uuid} of run {result['run_id']} (enable_port on sw1, worker '{WORKER}') acknowledged by" in out
+    assert "changes of unknown outcome" not in nfcli(app, "hermes status")
+    out = " ".join(nfcli(app, f"hermes acknowledge {job_uuid}").split())
+    assert f"change outcome '{job_uuid}' is not known on any hermes worker" in out
+    out = " ".join(nfcli(app, "hermes reset-breaker fragile").split())
+    assert "the breaker of agent 'fragile' is closed with no failed verification" in out
+
+
+def test_the_inbox_in_the_shell_shows_each_change_s_preview(lab, app):
+    nf, base = lab
+    started = run(nf.client, "start_run", worker=WORKER, agent="fixer", instructions=call("enable_port", FB="sw1", port="GigabitEthernet0/1"))
+    deadline = time.time() + 60
+    while "change " not in (out := nfcli(app, "hermes approvals")) and time.time() < deadline:
+        time.sleep(0.3)
+    [approval] = run(nf.client, "get_approvals", worker=WORKER)["result"]
+    assert f"approval {approval['approval_id']}: change {approval['change_digest']} on sw1" in out
+    assert "  sw1:\n  | interface GigabitEthernet0/1\n  | no shutdown" in out
+    out = nfcli(app, f"hermes run fixer {started['result']['run_id']}")
+    assert "| interface GigabitEthernet0/1" in out
+    nfcli(app, f"hermes deny {approval['approval_id']}")
+    assert len(changes_to(base, "sw1")) == 1

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 from norfab.clients.nfcli_shell.common import collect_input_request
 from rich.console import Console, Group, RenderableType
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -164,7 +165,7 @@ def run_turn(
                     if event.get("event_type") == "input_request" and extras.get("input_request"):
                         question = extras["input_request"]
                         with ctrl_c.typing():
-                            collect_input_request(future, event, console)
+                            collect_input_request(future, as_text(event), console)
                         question = None
                     show_event(event)
                 if future.done_event.is_set():
@@ -251,6 +252,13 @@ def reply_view(res: dict, continue_hint: Optional[str] = None) -> RenderableType
     if continue_hint:
         parts.append(Text(continue_hint, style="dim"))
     return Group(*parts)
+
+
+def as_text(event: dict) -> dict:
+    """An input request whose question (a change's preview holds device output) prints as text, never markup."""
+    request = event["extras"]["input_request"]
+    shown = {**request, "question": escape(str(request.get("question", "")))}
+    return {**event, "extras": {**event["extras"], "input_request": shown}}
 
 
 def table(title: str, columns: List[str], rows: List[List[Any]]) -> RenderableType:

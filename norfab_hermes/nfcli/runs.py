@@ -23,6 +23,7 @@ from rich.text import Text
 
 from ..models import ApprovalInfo, RunEvent, RunStateData
 from ..routing import Router, Target
+from .changes import preview_view
 from .common import WorkersOption, as_str, guarded, hint, misparsed, router
 from .live import CtrlC, error_text, reply_view, table
 from .views import failed
@@ -152,7 +153,7 @@ def follow_run(routes: Router, target: Target, data: RunStateData) -> Renderable
                 for approval in data.approvals:
                     if approval.state == "pending" and approval.approval_id not in announced:
                         announced.add(approval.approval_id)
-                        console.print(waiting_line(approval))
+                        console.print(Group(waiting_line(approval), *previews([approval])))
                 if data.state == "finished":
                     return ending(target, data)
                 deadline = time.time() + FOLLOW_POLL
@@ -185,6 +186,9 @@ def inbox(routes: Router, workers: Optional[str]) -> RenderableType:
         for a in (ApprovalInfo.model_validate(item) for item in res["result"]):
             rows.append([worker, a.approval_id, a.agent, a.run_id, a.tool, a.target, arguments(a), expires(a.expires)])
     parts: List[RenderableType] = [table("approvals waiting for an operator", INBOX_COLUMNS, rows)]
+    for worker, res in sorted(replies.items()):
+        if not failed(res):
+            parts.extend(previews(ApprovalInfo.model_validate(item) for item in res["result"]))
     if any(row[1] for row in rows):
         parts.append(hint('decide one: hermes approve APPROVAL (note "WHY") or hermes deny APPROVAL (note "WHY")'))
         parts.append(hint("see its run: hermes run AGENT RUN workers WORKER"))
@@ -246,6 +250,7 @@ def run_approvals(data: RunStateData) -> RenderableType:
         for a in data.approvals
     ]
     parts: List[RenderableType] = [table(f"approvals of run {data.run_id}", RUN_APPROVAL_COLUMNS, rows)]
+    parts.extend(previews(a for a in data.approvals if a.state == "pending"))
     pending = [a.approval_id for a in data.approvals if a.state == "pending"]
     if pending:
         parts.append(hint(f'decide it: hermes approve {pending[0]} (note "WHY") or hermes deny {pending[0]}'))
@@ -260,6 +265,15 @@ def ending(target: Target, data: RunStateData) -> RenderableType:
     if data.session_id:
         step = f'continue with: hermes invoke {data.agent} "..." session {data.session_id} workers {target.worker}'
     return reply_view({"result": data.result.model_dump()}, step)
+
+
+def previews(approvals: Any) -> List[RenderableType]:
+    """What each change would do, per device, under the table that lists it."""
+    return [
+        preview_view(a.preview, f"approval {a.approval_id}: change {a.change_digest} on {', '.join(a.devices)}")
+        for a in approvals
+        if a.preview
+    ]
 
 
 def arguments(approval: ApprovalInfo) -> str:
