@@ -23,8 +23,9 @@ lifecycle verbs ``create``, ``clone``, ``stop``, ``start``, ``restart``,
 to, or a prefix of, a ``hermes`` keyword must be quoted, and so should
 instructions. ``run`` is also an action of ``schedule``: ``schedule AGENT run
 ID`` arrives as ``schedule`` and ``run`` values and is put back together.
-Inside the ``nf[hermes]#`` subshell, ``history`` is PICLE's command history:
-run ``hermes history AGENT schedule ID`` from ``nf#``.
+Importing this module fits two PICLE behaviours to free text (see
+:mod:`.nfcli.picle_compat`): a ``?`` inside quotes is text, and ``history
+AGENT schedule ID`` works inside the ``nf[hermes]#`` subshell too.
 
 Only ``models`` and ``routing`` (plus the shell's own modules) are imported:
 NorFab's task registry is process-global, so the worker module and Hermes
@@ -33,19 +34,21 @@ must stay out of the client process.
 
 from typing import Any, ClassVar, Dict, List, Optional
 
-from norfab.clients.nfcli_shell.common import print_event, run_future_job
+from norfab.clients.nfcli_shell.common import run_future_job
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from .models import CommandResultData
 from .nfcli import changes as change_views
-from .nfcli import lifecycle, runs, schedules
+from .nfcli import lifecycle, picle_compat, runs, schedules
 from .nfcli.chat import Chat, pick_agent
 from .nfcli.common import WorkersOption, agent_names, agent_verb, as_str, guarded, misparsed, positionals, router
-from .nfcli.live import error_text, markdown, reply_view, run_turn
+from .nfcli.live import error_text, job_event_line, markdown, own_job_event, reply_view, run_turn
 from .nfcli.views import agents_view, failed, session_view, sessions_view, status_view
 from .routing import COMMAND_JOB_TIMEOUT, Target
+
+picle_compat.install()  # the plugin seam hands no App: PICLE's class learns quoted '?' and subshell history
 
 # ---------------------------------------------------------------- commands
 
@@ -278,14 +281,19 @@ def run_invoke(agent: str, instructions: str, session: Optional[str], workers: O
     target = routes.resolve(agent, workers, session)
     console = Console()
     console.print(Text(f"invoking agent '{target.agent}' on worker '{target.worker}', session {session or 'new'}"))
-    res = run_turn(routes, target, instructions, session, timeout, lambda event: print_event(event, console), console)
-    if res is None:  # the operator stopped waiting
+
+    def show(event: dict) -> None:
+        if not own_job_event(event):  # the header above says the job started; the reply says it ended
+            console.print(job_event_line(event))
+
+    turn = run_turn(routes, target, instructions, session, timeout, show, console)
+    if turn is None:  # the operator stopped waiting
         return None
-    session_id = (res.get("result") or {}).get("session_id")
+    session_id = (turn.result.get("result") or {}).get("session_id")
     hint = None
-    if session_id and not res.get("failed"):
+    if session_id and not turn.result.get("failed"):
         hint = f'continue with: hermes invoke {target.agent} "..." session {session_id} workers {target.worker}'
-    return reply_view(res, hint)
+    return reply_view(turn.result, hint, turn.streamed)
 
 
 def run_command(agent: str, line: str, session: Optional[str], workers: Optional[str]) -> RenderableType:

@@ -58,6 +58,14 @@ def test_each_agent_gets_its_own_model_and_instructions(nf, model):
         assert body["messages"][0]["content"].startswith(f"You are {persona}")
 
 
+def test_an_agent_never_sends_another_agents_key(nf, model):
+    """Agents of one worker share a process, not their provider keys: beta names no key and sends none of alpha's."""
+    token = uuid.uuid4().hex[:8]
+    assert not run(nf.client, "invoke", agent="beta", instructions=f"whose key {token}")["failed"]
+    sent = [r["authorization"] for r in model.model.requests if token in str(r["body"])]
+    assert sent and not any(SECRET in str(a) for a in sent), sent
+
+
 def test_session_continues_and_a_new_invoke_starts_fresh(nf, model):
     first = run(nf.client, "invoke", agent="alpha", instructions="remember PINEAPPLE")["result"]
     second = run(nf.client, "invoke", agent="alpha", instructions="and now 2nd", session_id=first["session_id"])

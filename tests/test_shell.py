@@ -14,10 +14,15 @@ from unittest import mock
 
 import pytest
 from conftest import hermes_shell, lab_workers, last_job, norfab, result_of, run, start_invoke
+from picle import picle as picle_module
+from prompt_toolkit import PromptSession
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
 
 from norfab_hermes.nfcli.live import CtrlC
 
 LAB1, LAB2 = "hermes-lab-1", "hermes-lab-2"
+ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +60,26 @@ def ids(output):
     return dict(re.findall(r"\b(run|session) ([0-9a-f_]{12,})", output))
 
 
+@contextlib.contextmanager
+def terminal_width(columns):
+    """Commands print as in a terminal this wide: PICLE's console and the shell's own (COLUMNS)."""
+    console, width = picle_module.RICHCONSOLE, picle_module.RICHCONSOLE.width
+    console.width = columns
+    try:
+        with mock.patch.dict(os.environ, {"COLUMNS": str(columns)}):
+            yield
+    finally:
+        console.width = width
+
+
+def fits(output, columns=80):
+    """Every line fits the terminal, and no time is printed as a full ISO timestamp."""
+    widest = max(output.splitlines(), key=len)
+    assert len(widest) <= columns, f"{len(widest)} columns: {widest}"
+    assert not ISO_TIME.search(output), output
+    return output
+
+
 def test_agents_and_status_fan_out_to_the_selected_workers(nf, app):
     out = nfcli(app, "hermes agents")
     for row in ((LAB1, "interfaces"), (LAB1, "routing"), (LAB2, "bgp"), (LAB2, "interfaces")):
@@ -83,16 +108,46 @@ def test_invoke_runs_on_the_agents_worker_and_shows_ids_to_continue(nf, app):
     assert "ECHO: and now?" in out and f"session {session_id} | worker {LAB2}" in out
 
 
-def test_invoke_and_chat_show_the_reply_as_it_is_written_then_formatted(nf, app):
+def test_invoke_and_chat_show_the_reply_once_as_it_is_written(nf, app):
     out = nfcli(app, 'hermes invoke bgp "STREAM 30 0.05"')
     words = " ".join(f"word{i}" for i in range(30))
     lines = out.splitlines()
     streamed = lines.index(words)  # the words as they came, on one line, before the run's end ...
-    ended = next(i for i, line in enumerate(lines) if re.search(r"hermes.invoke run \w+ completed", line))
-    assert streamed < ended < next(i for i, line in enumerate(lines) if line.strip() == words and i > ended), out  # ... then formatted
-    assert "hermes.invoke reply" not in out  # reply updates are not event lines
+    ended = next(i for i, line in enumerate(lines) if re.search(r"INFO +run \w+ completed", line))
+    assert streamed < ended and out.count("word29") == 1, out  # ... and not again after it
+    assert re.search(r"completed \| run \w+ \| session", lines[-2]), out  # the run's ids still follow
+    assert not re.search(r"INFO +reply$", out, re.M)  # reply updates are not event lines
     out = nfcli(app, "hermes chat bgp", ["STREAM 10 0.05", "/exit"])
-    assert out.count("word9") == 2, out
+    assert out.count("word9") == 1, out
+
+
+def test_a_question_mark_typed_in_quoted_instructions_is_sent(nf, app):
+    """Typed at nfcli's real prompt: '?' inside quotes is text, not PICLE's help key."""
+    with create_pipe_input() as keys:
+        app._prompt_session = PromptSession(input=keys, output=DummyOutput(), key_bindings=app._prompt_key_bindings)
+        keys.send_text('hermes invoke routing "Why does traffic go through r2?"\r')
+        try:
+            line = app._read_interactive_input(app.prompt)
+        finally:
+            app._prompt_session = None
+    out = nfcli(app, line)
+    assert last_job(nf.client, "invoke")["kwargs"]["instructions"] == "Why does traffic go through r2?"
+    assert "ECHO: Why does traffic go through r2?" in out
+
+
+def test_tables_and_runs_fit_80_columns_with_names_whole(nf, app):
+    with terminal_width(80):
+        out = fits(nfcli(app, 'hermes invoke routing "Check [r1] for the 80 column table"'))
+        session, run_id = ids(out)["session"], ids(out)["run"]
+        assert re.search(rf"^\d\d:\d\d:\d\d\.\d+ INFO +run {run_id} started on agent 'routing'$", out, re.M), out
+        agents, status = fits(nfcli(app, "hermes agents")), fits(nfcli(app, "hermes status"))
+        sessions = fits(nfcli(app, "hermes sessions routing"))
+        fits(nfcli(app, f"hermes session routing {session}"))
+    for worker, agent in ((LAB1, "interfaces"), (LAB1, "routing"), (LAB2, "bgp"), (LAB2, "interfaces")):
+        assert re.search(rf"│ {worker}\s+│ {agent}\s+│ yes\s+│", agents), agents
+    assert re.search(rf"│ {LAB1}\s+│ yes\s+│ interfaces, routing\s+│ 0/16\s+│", status), status
+    assert re.search(rf"│ {session} │", sessions), sessions
+    assert re.search(r"│ \d\d:\d\d:\d\d|\w{3} \d\d \d\d:\d\d", sessions), sessions  # last active, local and short
 
 
 def test_invoke_of_a_shared_agent_name_goes_to_the_named_worker(nf, app):

@@ -168,6 +168,22 @@ def test_delete_asks_first_on_a_terminal(nf, app, files, monkeypatch):
     os.close(master)
 
 
+def test_delete_without_a_terminal_needs_yes(nf, app, files):
+    """A script has nobody to ask: it deletes only when it says yes."""
+    create(app, "ifscripted")
+    out = nfcli(app, f"hermes delete ifscripted workers {LAB2}")
+    assert (
+        f"nothing deleted: no terminal to ask on; to delete agent 'ifscripted' on worker '{LAB2}' with its profile, "
+        f"skills, memory and schedules, say yes: hermes delete ifscripted workers {LAB2} yes"
+    ) in flat(out)
+    assert last_job(nf.client, "manage_agent")["kwargs"]["action"] == "create"  # nothing sent
+    assert row(LAB2, "ifscripted", "yes", "running").search(nfcli(app, "hermes agents")), "the agent is gone"
+
+    out = nfcli(app, f"hermes delete ifscripted workers {LAB2} yes")
+    assert last_job(nf.client, "manage_agent")["kwargs"] == {"agent": "ifscripted", "action": "delete"}
+    assert "removed profile" in out and "ifscripted" not in nfcli(app, "hermes agents")
+
+
 @pytest.mark.parametrize(
     "line, error",
     [
@@ -199,7 +215,7 @@ def test_delete_asks_first_on_a_terminal(nf, app, files, monkeypatch):
         ),
         ("hermes start bgp workers hermes-lab-1", "agent 'bgp' not found; known agents: hermes-lab-1: interfaces, routing"),
         (
-            "hermes delete routing",
+            "hermes delete routing yes",
             "agent: 'routing' is defined in the worker's inventory; remove it there and restart the worker",
         ),
         ('hermes invoke bgp please delete routing', "'invoke' takes quoted text"),  # not 'hermes delete routing'
@@ -217,7 +233,7 @@ def test_errors_are_red_and_an_unquoted_keyword_changes_nothing(nf, app):
     assert "'invoke' takes quoted text" in nfcli(app, "hermes invoke bgp then stop bgp")
     assert "'chat' takes quoted text" in nfcli(app, "hermes chat bgp delete routing")
     assert len(manage_jobs(nf)) == sent  # nothing stopped or deleted
-    rendered = red(HermesDeleteCommand.run(agent="routing"))
+    rendered = red(HermesDeleteCommand.run(agent="routing", yes=True))
     assert "\x1b[31m" in rendered and "is defined in the worker's inventory" in flat(rendered)
 
 

@@ -12,7 +12,7 @@ import pytest
 import test_shell
 from conftest import last_job
 from rich.console import Console
-from test_shell import LAB2, nfcli
+from test_shell import LAB2, fits, nfcli, terminal_width
 
 from norfab_hermes.nfcli_shell import HermesPauseCommand
 
@@ -53,7 +53,7 @@ def test_create_list_pause_resume_run_history_update_remove(nf, app):
     assert f"schedules of agent 'bgp' on worker '{LAB2}'" in out
 
     out = nfcli(app, f"hermes status workers {LAB2}")  # the scheduler table
-    assert re.search(rf"{LAB2}\s+│\s+yes\s+│\s+\S+\s+│\s+bgp\s+│\s+1\s+│\s+\d{{4}}-", out), out
+    assert re.search(rf"{LAB2}\s+│\s+yes\s+│\s+\S+\s+│\s+bgp\s+│\s+1\s+│\s+[\w ]*\d\d:\d\d", out), out
 
     out = nfcli(app, "hermes pause bgp schedule r1-watch")
     assert "schedule 'r1-watch' paused" in out and re.search(r"r1-watch\s+│\s+every 5m\s+│\s+paused", out)
@@ -160,3 +160,31 @@ def test_schedule_commands_in_the_hermes_subshell(app):
     assert "schedule '000123' not found" in flat(out.getvalue())
     assert "schedules of agent 'bgp' on worker 'hermes-lab-2'" in flat(out.getvalue())
     assert app.prompt == "nf#"
+
+
+def test_schedules_history_and_status_fit_80_columns_and_history_works_in_the_subshell(nf, app):
+    out = nfcli(app, 'hermes schedule bgp add "every 1h" "Check r1 interfaces" name narrow-check')
+    schedule_id = ID.search(out).group(0)
+    nfcli(app, "hermes schedule bgp run narrow-check")
+    wait_for_run(app, "hermes history bgp schedule narrow-check")
+    with terminal_width(80):
+        listed = fits(nfcli(app, "hermes schedules bgp"))
+        history = fits(nfcli(app, "hermes history bgp schedule narrow-check"))
+        fits(nfcli(app, f"hermes status workers {LAB2}"))
+    assert re.search(rf"│ {schedule_id} │ narrow-check │ every 60m │ scheduled │ [\w ]*\d\d:\d\d", listed), listed
+    session = re.search(r"│ ok\s+│.*│ (\d{8}_\d{6}_[0-9a-f]+) │", history)
+    assert session, history  # the session id whole, to read the finding with
+    out = io.StringIO()
+    with redirect_stdout(out):  # as from nf#: inside nf[hermes]#, history AGENT schedule ID is the schedule's history
+        app.onecmd("hermes")
+        try:
+            app.onecmd("history bgp schedule narrow-check")
+            assert last_job(nf.client, "schedule")["kwargs"] == {"agent": "bgp", "action": "history", "schedule_id": "narrow-check"}
+            sent = len(nf.client.job_db.fetch_jobs(service="hermes", task="schedule", last=1000))
+            app.onecmd("history")  # bare: PICLE's command history, no job
+            assert len(nf.client.job_db.fetch_jobs(service="hermes", task="schedule", last=1000)) == sent
+        finally:
+            app.onecmd("top")
+    assert f"runs of schedule 'narrow-check' ({schedule_id}, scheduled" in flat(out.getvalue())
+    assert flat(out.getvalue()).count("runs of schedule 'narrow-check'") == 1 and session.group(1) in out.getvalue()
+    nfcli(app, f"hermes schedule bgp remove {schedule_id}")

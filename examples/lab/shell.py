@@ -63,7 +63,9 @@ if __name__ == "__main__":
     core: list = []
     threading.Thread(target=start_core_worker, args=(core,), daemon=True).start()
     try:
-        start_picle_shell(inventory=str(LAB / "inventory.yaml"), run_broker=True, run_workers=True)
+        # log_level None: the inventory's logging applies (terminal: CRITICAL), as with plain nfcli;
+        # start_picle_shell's default (WARNING) would print the broker's start-up chatter over the prompt
+        start_picle_shell(inventory=str(LAB / "inventory.yaml"), run_broker=True, run_workers=True, log_level=None)
     finally:
         for process in core:
             os.killpg(process.pid, signal.SIGINT)

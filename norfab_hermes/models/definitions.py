@@ -321,6 +321,9 @@ class HermesInventory(StrictModel):
     max_repeated_calls: PositiveInt = Field(
         3, description="The same tool call with the same arguments this many times in one run stops the run"
     )
+    tool_retry_interval: PositiveFloat = Field(
+        30.0, description="Seconds between retries of tools whose service did not answer (e.g. it started later)"
+    )
     host_tools: Dict[StrictStr, List[StrictStr]] = Field(
         {},
         description="Hermes tools or toolsets that reach the worker host (terminal, file, browser, web, code "

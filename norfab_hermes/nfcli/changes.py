@@ -18,7 +18,8 @@ from rich.text import Text
 from ..models import BreakerState, ChangesStatus, OutcomeUnknown, WorkerStatus
 from ..routing import Router
 from .common import WorkersOption, as_str, guarded, hint, misparsed, router
-from .live import error_text, table
+from .live import error_text
+from .tables import WRAP, short_time, table
 from .views import failed
 
 USAGE = """  hermes changes (workers SELECTOR)
@@ -100,11 +101,12 @@ def changes(routes: Router, workers: Optional[str]) -> RenderableType:
     statuses = envelopes(replies)
     problems = [Text.assemble(f"{w}: ", failed(res)) for w, res in sorted(replies.items()) if w not in statuses]
     locks = [
-        [worker, lock.device, lock.agent, lock.run_id, lock.tool, lock.since]
+        [worker, lock.device, lock.agent, lock.run_id, lock.tool, short_time(lock.since)]
         for worker, status in statuses.items()
         for lock in status.locks
     ]
-    return Group(*problems, *envelope_views(statuses, always=True), table("devices being changed", LOCK_COLUMNS, locks))
+    locks_table = table("devices being changed", LOCK_COLUMNS, locks, drop=["since", "tool", "worker"])
+    return Group(*problems, *envelope_views(statuses, always=True), locks_table)
 
 
 def envelope_views(statuses: Dict[str, ChangesStatus], always: bool = False) -> List[RenderableType]:
@@ -113,23 +115,26 @@ def envelope_views(statuses: Dict[str, ChangesStatus], always: bool = False) -> 
     breakers = [breaker_row(worker, b) for worker, status in statuses.items() for b in status.breakers]
     views: List[RenderableType] = []
     if unknown or always:
-        views.append(table("changes of unknown outcome: check the devices, then acknowledge", UNKNOWN_COLUMNS, unknown))
+        title = "changes of unknown outcome: check the devices, then acknowledge"
+        drop = ["started", "run", "tool", "agent", "worker", "reason"]
+        views.append(table(title, UNKNOWN_COLUMNS, unknown, drop=drop, text={"reason": WRAP, "devices": WRAP}))
     if unknown:
         views.append(hint('acknowledge one: hermes acknowledge OUTCOME note "WHAT THE DEVICES SHOW"'))
     if breakers or always:
-        views.append(table("change breakers", BREAKER_COLUMNS, breakers))
+        drop = ["last reset by", "open since", "worker"]
+        views.append(table("change breakers", BREAKER_COLUMNS, breakers, drop=drop, text={"note": WRAP}))
     if any(b.open for status in statuses.values() for b in status.breakers):
         views.append(hint('let an agent change again: hermes reset-breaker AGENT note "WHY"'))
     return views
 
 
 def outcome_row(worker: str, o: OutcomeUnknown) -> List[Any]:
-    return [worker, o.outcome_id, o.agent, o.run_id, o.tool, ", ".join(o.devices), o.started, Text(o.reason, style="red")]
+    return [worker, o.outcome_id, o.agent, o.run_id, o.tool, ", ".join(o.devices), short_time(o.started), Text(o.reason, style="red")]
 
 
 def breaker_row(worker: str, b: BreakerState) -> List[Any]:
     failures = Text(f"{b.failures}/{b.threshold}" + (" (open)" if b.open else ""), style="red" if b.open else "yellow")
-    return [worker, b.agent, failures, b.opened, b.reset_by, b.note]
+    return [worker, b.agent, failures, short_time(b.opened) if b.opened else None, b.reset_by, b.note]
 
 
 def acknowledge(routes: Router, outcome_id: str, note: Optional[str], workers: Optional[str]) -> RenderableType:

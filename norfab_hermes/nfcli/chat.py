@@ -6,7 +6,7 @@ session on the same worker, shown live (model requests and tool calls as they
 happen). Lines starting with ``/`` are chat commands; the ones the chat does
 not know go to the agent's native commands through the ``command`` task.
 
-The loop reads lines through PICLE's prompt (``App._read_interactive_input``,
+The loop reads lines through PICLE's prompt (:func:`.picle_compat.read_line`,
 which accepts a callable prompt, so ``WORKER/AGENT>`` follows ``/agent``) but
 not through PICLE's chat loop: in PICLE 0.13 that loop leaves its command
 model on the shell stack after Ctrl+D, ends nfcli on Ctrl+C, and can only
@@ -21,7 +21,9 @@ from rich.text import Text
 
 from ..models import AgentSummary, CommandResultData, SessionSummary
 from ..routing import COMMAND_JOB_TIMEOUT, Router, RoutingError, Selector, Target
-from .live import CtrlC, error_text, markdown, reply_view, run_turn, table
+from .live import CtrlC, error_text, markdown, own_job_event, reply_view, run_turn
+from .picle_compat import read_line
+from .tables import CLIP, short_time, table
 
 # native commands after which the chat follows the session the command answers with
 SESSION_COMMANDS = ("/new", "/reset", "/resume")
@@ -67,7 +69,7 @@ class Chat:
         )
         while True:
             try:
-                line = self.app._read_interactive_input(self.prompt, inline_help=False).strip()
+                line = read_line(self.app, self.prompt).strip()
             except KeyboardInterrupt:
                 continue
             except EOFError:
@@ -96,15 +98,14 @@ class Chat:
     def turn(self, line: str) -> None:
         # the session lives on this worker only: a worker that went away is an error, never a re-route
         self.router.require_alive(self.target.worker)
-        res = run_turn(self.router, self.target, line, self.session_id, self.timeout, self.show_event, self.console)
-        if res is None:
+        turn = run_turn(self.router, self.target, line, self.session_id, self.timeout, self.show_event, self.console)
+        if turn is None:
             return
-        self.session_id = (res.get("result") or {}).get("session_id") or self.session_id
-        self.console.print(reply_view(res))
+        self.session_id = (turn.result.get("result") or {}).get("session_id") or self.session_id
+        self.console.print(reply_view(turn.result, streamed=turn.streamed))
 
     def show_event(self, event: dict) -> None:
-        # the question of an input request is prompted; NorFab's own job start and end are noise here
-        if event.get("event_type") in ("input_request", "result_ready") or event.get("message") == "starting":
+        if own_job_event(event):  # the question is prompted; the job's start and end are noise here
             return
         message = " ".join(str(event.get("message", "")).split())
         severity = str(getattr(event.get("severity"), "value", event.get("severity")) or "INFO").upper()
@@ -137,12 +138,12 @@ class Chat:
             self.console.print(error_text(res.get("errors") or []))
             return
         rows = [
-            [s.session_id, s.title, s.last_active, s.message_count, s.preview]
+            [s.session_id, s.title, short_time(s.last_active), s.message_count, s.preview]
             for s in (SessionSummary.model_validate(item) for item in res["result"])
         ]
-        self.console.print(
-            table(f"sessions of '{self.target.agent}'", ["session", "title", "last active", "messages", "preview"], rows)
-        )
+        columns = ["session", "title", "last active", "messages", "preview"]
+        text = {"title": CLIP, "preview": CLIP}
+        self.console.print(table(f"sessions of '{self.target.agent}'", columns, rows, drop=["title", "messages"], text=text))
 
     def switch(self, words: List[str]) -> None:
         if len(words) not in (1, 3) or (len(words) == 3 and words[1] != "workers"):
@@ -183,10 +184,11 @@ def pick_agent(app: Any, router: Router, workers: Selector = None, agent: Option
     if len(choices) == 1:
         return choices[0]
     console = Console()
-    console.print(table("choose an agent", ["#", "worker", "agent", "model", "description"], rows))
+    columns = ["#", "worker", "agent", "model", "description"]
+    console.print(table("choose an agent", columns, rows, drop=["model", "description"], text={"description": CLIP}))
     while True:
         try:
-            answer = app._read_interactive_input(f"agent number 1-{len(choices)} (Enter cancels): ", inline_help=False)
+            answer = read_line(app, f"agent number 1-{len(choices)} (Enter cancels): ")
         except (KeyboardInterrupt, EOFError):
             return None
         answer = answer.strip()

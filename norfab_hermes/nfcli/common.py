@@ -13,6 +13,7 @@ from rich.text import Text
 
 from ..routing import Router, RoutingError
 from .live import CtrlC, error_text
+from .picle_compat import read_line
 
 TEXT_VERBS = ("invoke", "chat", "command", "session", "schedule")  # verbs whose values are free text
 
@@ -61,7 +62,7 @@ def on_terminal() -> bool:
 def confirm(app: Any, question: str) -> bool:
     """A yes/no line through PICLE's prompt; anything but y or yes, Ctrl+C and Ctrl+D are a no."""
     try:
-        answer = app._read_interactive_input(question, inline_help=False)
+        answer = read_line(app, question)
     except (KeyboardInterrupt, EOFError):
         return False
     return answer.strip().lower() in ("y", "yes")

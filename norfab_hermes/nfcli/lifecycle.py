@@ -19,15 +19,18 @@ from rich.text import Text
 from ..models import AgentSummary, ManageAgentResultData
 from ..routing import GLOB_CHARS, Router, RoutingError, Target
 from .common import WorkersOption, agent_names, as_str, confirm, guarded, hint, misparsed, on_terminal, router
-from .live import error_text, table
+from .live import error_text
+from .tables import table
 from .views import state_text
 
 USAGE = """  hermes create NAME from nf://PATH.yaml workers WORKER
   hermes clone NAME from AGENT (model MODEL_ID) workers WORKER
-  hermes stop|restart|delete AGENT (workers WORKER) (interrupt)
+  hermes stop|restart AGENT (workers WORKER) (interrupt)
+  hermes delete AGENT (workers WORKER) (interrupt) (yes)
   hermes start AGENT (workers WORKER)
     create and clone make the agent on the one worker named in workers (no glob); interrupt ends the
-    agent's runs in flight instead of refusing; delete asks first, inventory agents cannot be deleted."""
+    agent's runs in flight instead of refusing; delete asks first (without a terminal it needs yes);
+    inventory agents cannot be deleted."""
 
 MANAGE_JOB_TIMEOUT = 120  # seconds: runs interrupted (5 s grace) and adapters detached and attached (30 s each)
 NEXT_STEP = {
@@ -114,14 +117,21 @@ class HermesStartCommand(WorkersOption):
 
     @classmethod
     def run(
-        cls, agent: str, workers: Optional[str] = None, interrupt: Any = None, picle_app: Any = None, **kwargs: Any
+        cls,
+        agent: str,
+        workers: Optional[str] = None,
+        interrupt: Any = None,
+        yes: Any = None,
+        picle_app: Any = None,
+        **kwargs: Any,
     ) -> RenderableType:
         if misparsed(kwargs):
             return misparsed(kwargs)
-        if interrupt not in (None, True, False):
-            return usage(f"interrupt takes no value: hermes {cls.ACTION} AGENT workers WORKER interrupt")
+        for option, value in (("interrupt", interrupt), ("yes", yes)):
+            if value not in (None, True, False):
+                return usage(f"{option} takes no value: hermes {cls.ACTION} AGENT workers WORKER {option}")
         name, where = str(agent), as_str(workers)
-        return guarded(lambda: act(picle_app, router(), cls.ACTION, name, where, interrupt is True))
+        return guarded(lambda: act(picle_app, router(), cls.ACTION, name, where, interrupt is True, yes is True))
 
 
 class HermesStopCommand(HermesStartCommand):
@@ -139,6 +149,11 @@ class HermesRestartCommand(HermesStopCommand):
 
 class HermesDeleteCommand(HermesStopCommand):
     ACTION: ClassVar[str] = "delete"
+    yes: Optional[StrictBool] = Field(
+        None,
+        description="Delete without asking; needed when nfcli reads no terminal (a script)",
+        json_schema_extra={"presence": True},
+    )
 
 
 # ----------------------------------------------------------------- actions
@@ -170,10 +185,24 @@ def create(router: Router, action: str, agent: str, workers: Optional[str], task
     return ask(router, Target(one_worker(router, workers, action), agent), action, **task)
 
 
-def act(app: Any, router: Router, action: str, agent: str, workers: Optional[str], interrupt: bool) -> RenderableType:
-    """``hermes stop|start|restart|delete AGENT``: on the agent's worker; delete asks first on a terminal."""
+def act(
+    app: Any, router: Router, action: str, agent: str, workers: Optional[str], interrupt: bool, yes: bool = False
+) -> RenderableType:
+    """``hermes stop|start|restart|delete AGENT``: on the agent's worker.
+
+    ``delete`` asks first on a terminal; without one (a script) nobody can
+    answer, so it refuses unless ``yes`` was given.
+    """
     target = router.resolve(agent, workers)
-    if action == "delete" and on_terminal():
+    if action == "delete" and not yes and not on_terminal():
+        return error_text(
+            [
+                f"nothing deleted: no terminal to ask on; to delete agent '{target.agent}' on worker '{target.worker}' "
+                f"with its profile, skills, memory and schedules, say yes: hermes delete {target.agent} "
+                f"workers {target.worker} yes"
+            ]
+        )
+    if action == "delete" and not yes:
         owner = summary(router, target).owner or "unknown owner"
         question = (
             f"delete agent '{target.agent}' on worker '{target.worker}' "

@@ -16,13 +16,12 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional
 
 from norfab.clients.nfcli_shell.common import collect_input_request
 from rich.console import Console, Group, RenderableType
 from rich.markdown import Markdown
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from ..models import InvokeResultData
@@ -30,7 +29,6 @@ from ..routing import SERVICE, Router, RoutingError, Target, invoke_job_timeout
 
 POLL = 0.1  # seconds between checks for a Ctrl+C key while a job runs
 CTRL_C = b"\x03"
-ID_COLUMNS = ("session", "run", "id", "approval")  # table columns users copy ids from
 
 
 class CtrlC:
@@ -98,18 +96,21 @@ class CtrlC:
 
 
 class ReplyStream:
-    """The reply as the agent writes it, printed as it arrives; the formatted reply follows the run."""
+    """The reply as the agent writes it, printed as it arrives; ``text`` is the message written last."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
         self.segment: Any = None
+        self.text = ""
         self.open = False
 
     def add(self, reply: Dict[str, Any]) -> None:
+        delta = str(reply.get("delta") or "")
         if reply.get("segment") != self.segment or reply.get("replace"):
             self.end()  # a new message of the agent (after tool calls), or its text rewritten
-            self.segment = reply.get("segment")
-        self.console.print(Text(str(reply.get("delta") or ""), style="cyan"), end="")
+            self.segment, self.text = reply.get("segment"), ""
+        self.text += delta
+        self.console.print(Text(delta, style="cyan"), end="")
         self.open = True
 
     def end(self) -> None:
@@ -117,6 +118,13 @@ class ReplyStream:
         if self.open:
             self.console.print()
             self.open = False
+
+
+class Turn(NamedTuple):
+    """A finished turn: the worker's Result dict and the reply text already streamed to the terminal."""
+
+    result: dict
+    streamed: str
 
 
 def run_turn(
@@ -127,9 +135,9 @@ def run_turn(
     timeout: Optional[float],
     show_event: Callable[[dict], None],
     console: Console,
-) -> Optional[dict]:
+) -> Optional[Turn]:
     """
-    Run one interactive invoke on ``target`` and return the worker's Result dict.
+    Run one interactive invoke on ``target``: the worker's Result and the reply streamed meanwhile.
 
     The first Ctrl+C asks the worker to interrupt the run (as soon as its run
     id is known) and keeps waiting for the partial reply; a second Ctrl+C
@@ -199,7 +207,7 @@ def run_turn(
         job = router.client.job_db.get_job(future.uuid) or {}
         errors = "; ".join(job.get("errors") or []) or "no result"
         raise RoutingError(f"hermes invoke on worker '{target.worker}' returned no result: {errors}")
-    return reply[target.worker]
+    return Turn(reply[target.worker], stream.text)
 
 
 def _interrupt(router: Router, target: Target, run_id: str, console: Console) -> None:
@@ -215,6 +223,25 @@ def _interrupt(router: Router, target: Target, run_id: str, console: Console) ->
         console.print(Text("; ".join(answer.get("errors") or ["interrupt failed"]), style="red"))
 
 
+def event_line(time: str, severity: str, message: str) -> Text:
+    """One event of a run: clock time, severity, message; a long message wraps in a narrow terminal."""
+    severity = "WARNING" if severity.upper().startswith("WARN") else severity.upper()
+    style = {"WARNING": "yellow", "ERROR": "red", "CRITICAL": "red"}.get(severity, "green")
+    return Text.assemble((time, "dim"), " ", (f"{severity:<7}", style), " ", message)
+
+
+def own_job_event(event: dict) -> bool:
+    """NorFab's own events of the invoke job (its start, its result, an input request the shell prompts)."""
+    return event.get("event_type") in ("input_request", "result_ready") or event.get("message") == "starting"
+
+
+def job_event_line(event: dict) -> Text:
+    """A job event of the run as :func:`event_line` shows it (the invoke's header names worker and agent)."""
+    stamp = str(event.get("timestamp") or "").split()  # NorFab's "01-Dec-2026 15:11:37.401"
+    severity = str(getattr(event.get("severity"), "value", event.get("severity")) or "INFO")
+    return event_line(stamp[-1] if stamp else "", severity, " ".join(str(event.get("message", "")).split()))
+
+
 def markdown(text: str) -> Markdown:
     """Markdown that keeps single line breaks: device output and native command answers are line oriented."""
     return Markdown(re.sub(r"(?<!\n)\n(?!\n)", "  \n", text))
@@ -224,12 +251,16 @@ def error_text(errors: List[str]) -> Text:
     return Text("\n".join(errors) or "failed", style="red")
 
 
-def reply_view(res: dict, continue_hint: Optional[str] = None) -> RenderableType:
-    """An invoke Result as Markdown reply, tool calls, warnings and the ids to continue with."""
+def reply_view(res: dict, continue_hint: Optional[str] = None, streamed: str = "") -> RenderableType:
+    """An invoke Result as Markdown reply, tool calls, warnings and the ids to continue with.
+
+    A reply already ``streamed`` to the terminal as it is is not shown again.
+    """
     if res.get("failed") or not res.get("result"):
         return error_text(res.get("errors") or [f"invoke failed: {res.get('status')}"])
     data = InvokeResultData.model_validate(res["result"])
-    parts: List[RenderableType] = [markdown(data.response or "(no reply)")]
+    shown = bool(data.response) and data.response.strip() == streamed.strip()
+    parts: List[RenderableType] = [] if shown else [markdown(data.response or "(no reply)")]
     for call in data.tool_calls:
         where = f" {call.service}.{call.task}" if call.service else ""
         job = f" job {call.job_uuid}" if call.job_uuid else ""
@@ -259,16 +290,3 @@ def as_text(event: dict) -> dict:
     request = event["extras"]["input_request"]
     shown = {**request, "question": escape(str(request.get("question", "")))}
     return {**event, "extras": {**event["extras"], "input_request": shown}}
-
-
-def table(title: str, columns: List[str], rows: List[List[Any]]) -> RenderableType:
-    """A rich table of plain-text cells (brackets in values survive); text wraps, ids stay whole to copy."""
-    if not rows:
-        return Text(f"{title}: none")
-    view = Table(title=title, title_justify="left")
-    for index, column in enumerate(columns):
-        whole = max(len(str(row[index] or "")) for row in rows) if column in ID_COLUMNS else None
-        view.add_column(column, overflow="fold", min_width=whole)
-    for row in rows:
-        view.add_row(*[cell if isinstance(cell, Text) else Text("" if cell is None else str(cell)) for cell in row])
-    return view

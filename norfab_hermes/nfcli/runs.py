@@ -25,7 +25,8 @@ from ..models import ApprovalInfo, RunEvent, RunStateData
 from ..routing import Router, Target
 from .changes import preview_view
 from .common import WorkersOption, as_str, guarded, hint, misparsed, router
-from .live import CtrlC, error_text, reply_view, table
+from .live import CtrlC, error_text, event_line, reply_view
+from .tables import WRAP, clock, parse_time, table
 from .views import failed
 
 USAGE = """  hermes invoke AGENT "INSTRUCTIONS" background (session SESSION) (workers WORKER) (timeout SECONDS)
@@ -41,6 +42,7 @@ KEY_POLL = 0.1  # seconds between checks for a Ctrl+C key while following
 STATE_STYLES = {"running": "cyan", "queued": "cyan", "waiting_for_approval": "yellow"}
 APPROVAL_STYLES = {"pending": "yellow", "approved": "green"}  # denied and expired are red
 INBOX_COLUMNS = ["worker", "approval", "agent", "run", "tool", "target", "arguments", "expires"]
+INBOX_DROP = ["worker", "target", "run", "agent"]  # approve and deny need only the approval id
 RUN_APPROVAL_COLUMNS = ["approval", "tool", "target", "arguments", "state", "decided by", "note"]
 
 
@@ -130,7 +132,7 @@ def show(routes: Router, agent: str, run_id: str, workers: Optional[str], follow
     data = RunStateData.model_validate(res["result"])
     if follow and data.state != "finished":
         return follow_run(routes, target, data)
-    parts: List[RenderableType] = [header(data), *[event_line(e) for e in data.events]]
+    parts: List[RenderableType] = [header(data), *[run_event_line(e) for e in data.events]]
     if data.approvals:
         parts.append(run_approvals(data))
     if data.state == "finished":
@@ -149,7 +151,7 @@ def follow_run(routes: Router, target: Target, data: RunStateData) -> Renderable
         with CtrlC() as ctrl_c:
             while True:
                 for event in data.events:
-                    console.print(event_line(event))
+                    console.print(run_event_line(event))
                 for approval in data.approvals:
                     if approval.state == "pending" and approval.approval_id not in announced:
                         announced.add(approval.approval_id)
@@ -181,11 +183,12 @@ def inbox(routes: Router, workers: Optional[str]) -> RenderableType:
     for worker, res in sorted(replies.items()):
         problem = failed(res)
         if problem:
-            rows.append([worker, "", "", "", "", "", problem, ""])
+            rows.append([worker, "", "", "", "", "", Text.assemble(f"{worker}: ", problem), ""])  # worker may be dropped
             continue
         for a in (ApprovalInfo.model_validate(item) for item in res["result"]):
             rows.append([worker, a.approval_id, a.agent, a.run_id, a.tool, a.target, arguments(a), expires(a.expires)])
-    parts: List[RenderableType] = [table("approvals waiting for an operator", INBOX_COLUMNS, rows)]
+    inbox_table = table("approvals waiting for an operator", INBOX_COLUMNS, rows, drop=INBOX_DROP, text={"arguments": WRAP})
+    parts: List[RenderableType] = [inbox_table]
     for worker, res in sorted(replies.items()):
         if not failed(res):
             parts.extend(previews(ApprovalInfo.model_validate(item) for item in res["result"]))
@@ -229,11 +232,8 @@ def header(data: RunStateData) -> Text:
     )
 
 
-def event_line(event: RunEvent) -> Text:
-    severity = "WARNING" if event.severity.upper().startswith("WARN") else event.severity.upper()
-    return Text.assemble(
-        (clock(event.time), "dim"), " ", (f"{severity:<7}", "yellow" if severity == "WARNING" else "green"), " ", event.message
-    )
+def run_event_line(event: RunEvent) -> Text:
+    return event_line(clock(event.time), event.severity, event.message)
 
 
 def waiting_line(a: ApprovalInfo) -> Text:
@@ -249,7 +249,8 @@ def run_approvals(data: RunStateData) -> RenderableType:
         [a.approval_id, a.tool, a.target, arguments(a), Text(a.state, style=APPROVAL_STYLES.get(a.state, "red")), a.decided_by, a.note]
         for a in data.approvals
     ]
-    parts: List[RenderableType] = [table(f"approvals of run {data.run_id}", RUN_APPROVAL_COLUMNS, rows)]
+    text = {"arguments": WRAP, "note": WRAP}
+    parts: List[RenderableType] = [table(f"approvals of run {data.run_id}", RUN_APPROVAL_COLUMNS, rows, drop=["decided by", "target"], text=text)]
     parts.extend(previews(a for a in data.approvals if a.state == "pending"))
     pending = [a.approval_id for a in data.approvals if a.state == "pending"]
     if pending:
@@ -280,19 +281,12 @@ def arguments(approval: ApprovalInfo) -> str:
     return json.dumps(approval.arguments, sort_keys=True, default=str)
 
 
-def clock(iso: Optional[str]) -> str:
-    """An ISO time as local HH:MM:SS.mmm (as NorFab prints job events); as given if it does not parse."""
-    try:
-        moment = datetime.fromisoformat(str(iso))
-    except ValueError:
-        return str(iso or "")
-    moment = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone().strftime("%H:%M:%S.%f")[:-3]
-
-
 def expires(iso: str) -> str:
-    try:
-        left = (datetime.fromisoformat(iso) - datetime.now(timezone.utc)).total_seconds()
-    except (TypeError, ValueError):
+    """How long an approval still waits: 'in 4m 10s', or 'expired'."""
+    moment = parse_time(iso)
+    if moment is None:
         return iso
-    return f"{clock(iso)} (in {max(left, 0):.0f}s)"
+    left = int((moment - datetime.now(timezone.utc)).total_seconds())
+    if left <= 0:
+        return "expired"
+    return f"in {left // 60}m {left % 60}s" if left >= 60 else f"in {left}s"

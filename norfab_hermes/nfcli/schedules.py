@@ -17,7 +17,8 @@ from rich.text import Text
 from ..models import ScheduleInfo, ScheduleResultData, ScheduleRun
 from ..routing import Router, Target
 from .common import confirm, hint, on_terminal
-from .live import error_text, table
+from .live import error_text
+from .tables import WRAP, short_time, short_times, table
 from .views import failed
 
 USAGE = """  hermes schedules AGENT (workers WORKER)
@@ -151,19 +152,20 @@ def schedules_table(target: Target, schedules: List[ScheduleInfo]) -> Renderable
             s.name,
             s.schedule,
             Text(s.state, style="yellow" if s.state == "paused" else ""),
-            s.next_run,
-            s.last_run,
+            short_time(s.next_run),
+            short_time(s.last_run),
             status_text(s.last_status),
             f"{s.runs}/{s.repeat}" if s.repeat else s.runs,
             s.origin,
         ]
         for s in schedules
     ]
-    return table(f"schedules of agent '{target.agent}' on worker '{target.worker}'", COLUMNS, rows)
+    title = f"schedules of agent '{target.agent}' on worker '{target.worker}'"
+    return table(title, COLUMNS, rows, drop=["origin", "last run", "last status", "runs"], text={"schedule": WRAP})
 
 
 def action_view(target: Target, data: ScheduleResultData) -> RenderableType:
-    parts: List[RenderableType] = [Text(data.message)]
+    parts: List[RenderableType] = [Text(short_times(data.message))]
     if data.schedules:
         parts.append(schedules_table(target, data.schedules))
         step = NEXT_STEP.get(data.action)
@@ -175,11 +177,18 @@ def action_view(target: Target, data: ScheduleResultData) -> RenderableType:
 def history_view(target: Target, data: ScheduleResultData) -> RenderableType:
     info = data.schedules[0]
     rows = [
-        [status_text(run.status), run.due, run.started, f"{run.duration:.1f}s" if run.duration is not None else None, finding(run), run.session_id]
+        [
+            status_text(run.status),
+            short_time(run.due),
+            short_time(run.started),
+            f"{run.duration:.1f}s" if run.duration is not None else None,
+            finding(run),
+            run.session_id,
+        ]
         for run in data.history
     ]
-    title = f"runs of schedule '{info.name}' ({info.schedule_id}, {info.state}, next run {info.next_run or 'none'}), newest first"
-    parts: List[RenderableType] = [table(title, HISTORY_COLUMNS, rows)]
+    title = f"runs of schedule '{info.name}' ({info.schedule_id}, {info.state}, next run {short_time(info.next_run) or 'none'}), newest first"
+    parts: List[RenderableType] = [table(title, HISTORY_COLUMNS, rows, drop=["due", "duration", "started"], text={"finding": WRAP})]
     if any(run.session_id for run in data.history):
         parts.append(hint(f"read a whole finding: hermes session {target.agent} SESSION workers {target.worker}"))
     return Group(*parts)

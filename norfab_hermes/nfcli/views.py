@@ -10,7 +10,8 @@ from rich.text import Text
 
 from ..models import AgentSummary, SchedulerStatus, SessionDetails, SessionSummary, WorkerStatus
 from ..routing import Target
-from .live import error_text, markdown, table
+from .live import error_text, markdown
+from .tables import CLIP, WRAP, short_time, table
 
 TOOL_OUTPUT_CHARS = 2000  # tool messages shown in 'hermes session' are cut here
 AGENT_STATE_STYLES = {"running": "green", "stopped": "yellow", "deleted": "dim"}  # anything else (invalid) is red
@@ -30,7 +31,7 @@ def agents_view(replies: Dict[str, dict]) -> RenderableType:
     for worker, res in sorted(replies.items()):
         problem = failed(res)
         if problem:
-            rows.append([worker, "", "no", "", "", "", "", problem])
+            rows.append([worker, "", Text.assemble("no: ", problem), "", "", "", "", ""])
             continue
         for agent in (AgentSummary.model_validate(a) for a in res["result"]):
             if agent.available:
@@ -41,7 +42,13 @@ def agents_view(replies: Dict[str, dict]) -> RenderableType:
                 available = Text(f"no: {agent.error or 'unavailable'}", style="red")
             rows.append([worker, agent.name, available, state_text(agent.state), agent.owner, agent.model, agent.provider, agent.description])
     columns = ["worker", "agent", "available", "state", "owner", "model", "provider", "description"]
-    return table("hermes agents", columns, rows)
+    return table(
+        "hermes agents",
+        columns,
+        rows,
+        drop=["provider", "owner", "state", "description", "model"],
+        text={"available": WRAP, "description": CLIP},
+    )
 
 
 def state_text(state: Optional[str]) -> Optional[Text]:
@@ -50,49 +57,60 @@ def state_text(state: Optional[str]) -> Optional[Text]:
 
 
 def status_view(replies: Dict[str, dict]) -> RenderableType:
-    workers, runs, schedulers = [], [], []
+    workers, errors, runs, schedulers = [], [], [], []
     for worker, res in sorted(replies.items()):
         problem = failed(res)
         if problem:
-            workers.append([worker, Text("no", style="red"), "", "", "", problem])
+            workers.append([worker, Text("no", style="red"), "", "", ""])
+            errors.append(Text.assemble(f"{worker}: ", problem))
             continue
         status = WorkerStatus.model_validate(res["result"])
         agents = ", ".join(name if ok else f"{name} (unavailable)" for name, ok in sorted(status.agents.items()))
         ready = Text("yes") if status.ready else Text("no", style="red")
-        slots = f"{len(status.active_runs)}/{status.max_concurrent_runs}"
-        workers.append([worker, ready, agents, slots, status.threads, "; ".join(status.errors)])
-        runs.extend([worker, run.run_id, run.agent, run.session_id, run.started, run.schedule_id] for run in status.active_runs)
+        workers.append([worker, ready, agents, f"{len(status.active_runs)}/{status.max_concurrent_runs}", status.threads])
+        errors.extend(Text(f"{worker}: {error}", style="red") for error in status.errors)
+        runs.extend(
+            [worker, run.run_id, run.agent, run.session_id, short_time(run.started), run.schedule_id] for run in status.active_runs
+        )
         schedulers.extend(scheduler_rows(worker, status.scheduler))
-    views = [table("hermes workers", ["worker", "ready", "agents", "runs", "threads", "errors"], workers)]
+    views: List[RenderableType] = [
+        table("hermes workers", ["worker", "ready", "agents", "runs", "threads"], workers, drop=["threads"], text={"agents": WRAP}),
+        *errors,  # each on lines of its own: a worker can have many, and they are long
+    ]
     if runs:
-        views.append(table("active runs", ["worker", "run", "agent", "session", "started", "schedule"], runs))
+        columns = ["worker", "run", "agent", "session", "started", "schedule"]
+        views.append(table("active runs", columns, runs, drop=["schedule", "session", "started"]))
     if schedulers:
-        views.append(table("schedulers", ["worker", "ticking", "last tick", "agent", "schedules", "next due", "overdue"], schedulers))
+        columns = ["worker", "ticking", "last tick", "agent", "schedules", "next due", "overdue"]
+        views.append(table("schedulers", columns, schedulers, drop=["last tick", "ticking"], text={"overdue": WRAP}))
     return Group(*views)
 
 
 def scheduler_rows(worker: str, scheduler: SchedulerStatus) -> List[List[Any]]:
     """A worker's scheduler: one row per agent with schedules, or one row saying it has none."""
     ticking = Text("yes") if scheduler.ticking else Text("no", style="red")
+    last_tick = short_time(scheduler.last_tick)
     rows = [
-        [worker, ticking, scheduler.last_tick, name, agent.schedules, agent.next_due, Text(", ".join(agent.overdue), style="red")]
+        [worker, ticking, last_tick, name, agent.schedules, short_time(agent.next_due), Text(", ".join(agent.overdue), style="red")]
         for name, agent in sorted(scheduler.agents.items())
         if agent.schedules or agent.overdue
     ]
-    return rows or [[worker, ticking, scheduler.last_tick, "", 0, "", ""]]
+    return rows or [[worker, ticking, last_tick, "", 0, "", ""]]
 
 
 def sessions_view(target: Target, sessions: List[dict]) -> RenderableType:
     rows = []
     for session in (SessionSummary.model_validate(s) for s in sessions):
         rows.append(
-            [session.session_id, session.title, session.source, session.last_active, session.message_count, session.preview]
+            [session.session_id, session.title, session.source, short_time(session.last_active), session.message_count, session.preview]
         )
     return Group(
         table(
             f"sessions of agent '{target.agent}' on worker '{target.worker}'",
             ["session", "title", "source", "last active", "messages", "preview"],
             rows,
+            drop=["source", "title", "messages"],
+            text={"title": CLIP, "preview": CLIP},
         ),
         Text(f"continue one with: hermes chat {target.agent} session SESSION workers {target.worker}", style="dim"),
     )
@@ -103,12 +121,12 @@ def session_view(data: dict) -> RenderableType:
     parts: List[RenderableType] = [
         Text(
             f"session {session.session_id} | agent {session.agent} | worker {session.worker} | "
-            f"title {session.title} | {session.message_count} messages | last active {session.last_active}",
+            f"title {session.title} | {session.message_count} messages | last active {short_time(session.last_active)}",
             style="bold",
         )
     ]
     for message in session.messages:
-        parts.append(Text(f"\n{message.role} {message.timestamp or ''}", style="cyan"))
+        parts.append(Text(f"\n{message.role} {short_time(message.timestamp)}", style="cyan"))
         for call in message.tool_calls:
             parts.append(Text(f"calls {call.get('name')} {call.get('arguments')}", style="dim"))
         content = message.content or ""

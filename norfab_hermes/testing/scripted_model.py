@@ -30,6 +30,7 @@ Hermes' session-title requests get a short fixed title.
 import argparse
 import json
 import re
+import sys
 import threading
 import time
 import uuid
@@ -369,6 +370,12 @@ class ScriptedModelServer(ThreadingHTTPServer):
         )
         self._thread.start()
         return self.base_url
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-reply (an interrupted run) is routine, not an error to print."""
+        if isinstance(sys.exc_info()[1], ConnectionError):  # broken pipe, reset, aborted
+            return
+        super().handle_error(request, client_address)
 
     def stop(self) -> None:
         self.stopping.set()

@@ -97,7 +97,7 @@ class HermesHost:
         self.runtime = HermesRuntime(worker_name, root, self.catalog.secrets, inventory.hermes_log_level)
         self.runs = RunRegistry(worker_name, root, inventory.max_concurrent_runs)
         self.sessions = Sessions(worker_name, self.runtime)
-        self.tools = ToolBox(client)
+        self.tools = ToolBox(client, inventory.tool_retry_interval)
         self.lifecycle = Lifecycle(
             worker_name, self.catalog, self.runtime, self.runs, self.tools, definition_of or self.catalog.require
         )
@@ -152,7 +152,16 @@ class HermesHost:
             elif compat.profile_adapter(self.runtime.runner, name) is None:
                 self.catalog.errors.setdefault(name, f"agent '{name}': Hermes did not start its NorFab adapter")
         self.schedules.start()
+        threading.Thread(target=self._retry_tools, name=f"{self.worker_name}-tool-retry", daemon=True).start()
         log.info(f"{self.worker_name} - Hermes gateway serving agents {sorted(self.catalog.available())}")
+
+    def _retry_tools(self) -> None:
+        """Until the worker stops: tools whose service did not answer are retried, so the
+        worker turns ready on its own once that service is up (a run retries them too)."""
+        while not self.stopping.wait(self.inventory.tool_retry_interval):
+            if self.tools.retry_unavailable():
+                plugin.install_tools(self.tools.specs)
+                log.info(f"{self.worker_name} - Tools that were unavailable are now resolved")
 
     def _settle_cut_turns(self, runner: Any) -> None:
         # before the gateway starts: it would otherwise run cut turns again on its own

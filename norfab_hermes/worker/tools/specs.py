@@ -30,7 +30,6 @@ from ...safety import commands, guards
 from ...safety.workflows import Step, check_workflow
 
 LIST_TASKS_TIMEOUT = 15
-RETRY_INTERVAL = 30.0  # seconds between retries of tools whose service did not answer
 # arguments NorFab injects into every task; never the model's to set
 INJECTED_ARGUMENTS = {"job", "progress"}
 DESCRIPTION_CHARS = 1024
@@ -319,8 +318,9 @@ def list_tasks(client: Any, service: str) -> Tuple[Optional[Dict[str, dict]], Op
 class ToolBox:
     """Every agent's tool specs on one worker."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, retry_interval: float) -> None:
         self.client = client
+        self.retry_interval = retry_interval  # seconds between retries of tools whose service did not answer
         self.specs: Dict[str, Dict[str, ToolSpec]] = {}
         self._tried = 0.0  # last retry of unavailable tools
         self._lock = threading.Lock()
@@ -344,12 +344,12 @@ class ToolBox:
     def retry_unavailable(self) -> bool:
         """Retry tools whose NorFab task could not be read (e.g. its service started later).
 
-        At most every RETRY_INTERVAL: listing an absent service's tasks waits
+        At most every ``retry_interval``: listing an absent service's tasks waits
         for a timeout, and runs should not each pay it. Returns whether tools
         that were unavailable are now all resolved.
         """
         with self._lock:
-            if time.time() - self._tried < RETRY_INTERVAL:
+            if time.time() - self._tried < self.retry_interval:
                 return False
             self._tried = time.time()
         broken = [

@@ -1,0 +1,113 @@
+"""
+`make shell` in a real terminal: examples/lab/shell.py on a pseudo-terminal 80 columns wide, typed
+into through nfcli's own prompt (prompt_toolkit). It opens without NorFab's log records over the
+prompt, its tables fit, a `?` typed inside quotes reaches the agent, the reply shows once, and
+`exit` leaves quietly.
+"""
+
+import fcntl
+import os
+import pty
+import re
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB_BROKER = ("127.0.0.1", 5855)  # examples/lab/inventory.yaml
+COLUMNS = 80
+ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+LOG_RECORD = re.compile(r"\d\d:\d\d:\d\d\.\d+ (WARNING|ERROR|CRITICAL) \[")  # NorFab's terminal log format
+
+
+def lab_is_running() -> bool:
+    try:
+        socket.create_connection(LAB_BROKER, timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+class Terminal:
+    """A process on a pseudo-terminal of COLUMNS columns: keys in, screen text out."""
+
+    def __init__(self, command: list) -> None:
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, COLUMNS, 0, 0))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NORFAB_HERMES_")}  # the scripted model
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm"}, start_new_session=True
+        )
+        os.close(slave)
+        self.output = b""
+
+    def wait_for(self, pattern: str, timeout: float) -> str:
+        """The screen text so far, once ``pattern`` shows in what came after the last call."""
+        start, deadline = len(self.output), time.time() + timeout
+        while time.time() < deadline:
+            if select.select([self.master], [], [], 0.5)[0]:
+                try:
+                    data = os.read(self.master, 65536)
+                except OSError:
+                    break
+                self.output += data
+                if b"\x1b[6n" in data:  # prompt_toolkit asks where the cursor is
+                    os.write(self.master, b"\x1b[1;1R")
+            if re.search(pattern, self.text(start)):
+                return self.text(start)
+        raise AssertionError(f"{pattern!r} did not show in {timeout:.0f}s:\n{self.text(start)[-3000:]}")
+
+    def text(self, start: int = 0) -> str:
+        return ESCAPES.sub(b"", self.output[start:]).decode(errors="replace")
+
+    def type(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    def close(self) -> None:
+        """Leave as an operator does, so the lab stops the core worker it started in a session of its
+        own; a signal only if that does not work."""
+        for stop in (lambda: self.type("\x03exit\r"), lambda: os.killpg(self.process.pid, signal.SIGINT)):
+            if self.process.poll() is None:
+                stop()
+                try:
+                    self.process.wait(60)
+                except subprocess.TimeoutExpired:
+                    pass
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(30)
+        os.close(self.master)
+
+
+@pytest.mark.skipif(lab_is_running(), reason="the lab's broker port 5855 is taken: another lab is running")
+def test_make_shell_in_an_80_column_terminal():
+    shell = Terminal([sys.executable, "examples/lab/shell.py"])
+    try:
+        opening = shell.wait_for(r"nf#", 180)
+        assert not LOG_RECORD.search(opening), opening  # no broker WARNING/ERROR over the prompt
+
+        shell.type("hermes agents\r")
+        agents = shell.wait_for(r"└", 60)
+        rows = [line for line in agents.splitlines() if line.startswith(("┏", "┃", "┡", "│", "└"))]
+        assert rows and max(len(line) for line in rows) <= COLUMNS, agents
+        assert re.search(r"│ hermes-worker-1 │ interfaces │ yes", agents) and re.search(r"│ hermes-worker-2 │ routing +│", agents)
+
+        shell.type('hermes invoke routing "Why does traffic go through r2?"\r')
+        reply = shell.wait_for(r"continue with:", 120)
+        assert "Enter command subshell" not in reply  # the ? did not open PICLE's help
+        assert reply.count("ECHO: Why does traffic go through r2?") == 1, reply  # sent whole, shown once
+
+        shell.type("exit\r")
+        closing = shell.wait_for(r"Exiting", 60)
+        assert shell.process.wait(90) == 0
+        assert not LOG_RECORD.search(shell.text()), closing
+    finally:
+        shell.close()
