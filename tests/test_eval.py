@@ -1,8 +1,9 @@
 """
 The operator jobs harness on the real lab: NorFab on a copy of examples/lab,
-both hermes workers, FakeNOS devices, the records worker; only the model is
-scripted. The right playbooks pass jobs 1, 2, 3 and 5 end to end; a wrong
-model scores as fabricated, wrong and unsafe.
+both hermes workers, FakeNOS devices, the records and workflow workers; only
+the model is scripted. The right playbooks pass jobs 1, 2, 3, 5 and 6 end to
+end; a wrong model scores as fabricated, wrong and unsafe; job 7's recovery
+workflow brings core1's peering back.
 """
 
 import json
@@ -28,14 +29,20 @@ def recorded(folder: Path, job: str) -> dict:
     return json.loads((folder / "runs" / f"{job}-1.json").read_text())
 
 
-def test_the_scripted_model_passes_jobs_1_2_3_and_5_with_every_quote_traced_to_a_job(lab, tmp_path):
+def test_the_scripted_model_passes_jobs_1_2_3_5_and_6_with_every_quote_traced_to_a_job(lab, tmp_path):
     runner, model = lab
     jobs = load_jobs(JOBS)
     scores = {
         s.job: s for s in evaluate(runner, jobs, 1, tmp_path, model, LAB / "eval" / "playbooks", say=lambda _: None)
     }
     # the jobs that need what the product lacks are not run, and say so in the table
-    assert set(scores) == {"01-customer-reachability", "02-correlated-alarms", "03-core-maintenance", "05-carrier-case"}
+    assert set(scores) == {
+        "01-customer-reachability",
+        "02-correlated-alarms",
+        "03-core-maintenance",
+        "05-carrier-case",
+        "06-commission-branch",
+    }
     for name, result in scores.items():
         assert result.passed, (name, result.reasons)
         assert (result.verdict, result.fabricated, result.evidence, result.tools.unsafe) == ("correct", 0, 1.0, [])
@@ -51,6 +58,12 @@ def test_the_scripted_model_passes_jobs_1_2_3_and_5_with_every_quote_traced_to_a
         c for c in recorded(tmp_path, "03-core-maintenance")["run"]["tool_calls"] if c["agent"] == "routing"
     ]
     assert {q.job_uuid for q in delegated} <= {c["job_uuid"] for c in routing_calls}
+
+    # job 6: the operator approved the commissioning workflow seeing its baseline; the acceptance tests' lines
+    # are quoted from the workflow's steps, by device and command
+    [asked] = recorded(tmp_path, "06-commission-branch")["run"]["approvals"]
+    assert asked["tool"] == "commission_branch" and "  | logging buffered 64000" in asked["question"]
+    assert any(q.device == "branch1" and q.command == "show ntp status" for q in scores["06-commission-branch"].quotes)
 
     # job 5: core2's counters move between the two polls, from the story's start (the lab was reset)
     crc = [q.text for q in scores["05-carrier-case"].quotes if "CRC" in q.text]
@@ -88,3 +101,29 @@ def test_a_wrong_model_scores_as_fabricated_wrong_and_unsafe(lab, tmp_path):
     # the operator read the worker's approval question back to the tool and its arguments, and said no
     (asked,) = recorded(tmp_path, "03-core-maintenance")["run"]["approvals"]
     assert (asked["tool"], asked["arguments"], asked["approved"]) == ("bounce_interface", bounce["arguments"], False)
+
+
+def test_job_7s_recovery_workflow_brings_the_peering_back_and_verifies_it(lab):
+    runner, model = lab
+    model.scenario = None  # the call below is a directive, no playbook
+    runner.reset()
+    future = runner.client.submit_job(
+        "hermes",
+        "invoke",
+        kwargs={"agent": "noc", "instructions": 'CALL clear_bgp_peer {"FB": "core1", "peer": "10.250.0.2"}', "interactive": True},
+        workers=["hermes-worker-1"],
+        timeout=180,
+    )
+    for event in future.events(timeout=180):
+        request = (event.get("extras") or {}).get("input_request")
+        if event.get("event_type") == "input_request" and request:
+            future.send_response(input_id=request["id"], value=True, worker="hermes-worker-1")
+    [call] = future.result(timeout=60)["hermes-worker-1"]["result"]["tool_calls"]
+    try:
+        assert (call["tool"], call["task"], call["status"]) == ("clear_bgp_peer", "run", "completed")
+        assert call["change"]["outcome"] == "verified" and call["change"]["devices"] == ["core1"]
+        reply = runner.client.run_job("nornir", "cli", kwargs={"FB": "core1", "commands": ["show ip bgp summary"]}, workers="all", timeout=60)
+        summary = reply["nornir-worker-1"]["result"]["core1"]["show ip bgp summary"]
+        assert "10.250.0.2      4        64900    1816    1795    48211    0    0 00:00:09       212" in summary
+    finally:
+        runner.reset()

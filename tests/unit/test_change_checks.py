@@ -137,3 +137,24 @@ def test_a_workflow_step_that_would_pass_a_guard_is_refused_naming_it(step, erro
 def test_a_workflow_without_steps_is_refused():
     with pytest.raises(ValueError, match="no steps"):
         check_workflow({"name": "x"}, set(), READ_ONLY, "read-only")
+
+
+def test_the_lab_pins_its_reviewed_workflows_and_they_pass_their_tools_checks():
+    import hashlib
+    from pathlib import Path
+
+    import yaml
+
+    from norfab_hermes.models import parse_agent
+
+    lab = Path(__file__).resolve().parents[2] / "examples" / "lab"
+    pinned = 0
+    for path in sorted((lab / "hermes" / "agents").glob("*.yaml")):
+        definition = parse_agent(path.stem, yaml.safe_load(path.read_text()))
+        for name, workflow in definition.workflows.items():
+            text = (lab / workflow.file.removeprefix("nf://")).read_text()
+            assert hashlib.sha256(text.encode()).hexdigest() == workflow.sha256, f"{path.name} {name}: pin the reviewed file"
+            allowed = commands.compile_commands(workflow.allow_commands or list(commands.READ_ONLY_COMMANDS))
+            check_workflow(yaml.safe_load(text), set(workflow.input_schema["properties"]), allowed, "its allow-list")
+            pinned += 1
+    assert pinned == 2
