@@ -186,8 +186,9 @@ class HermesShell(BaseModel):
     approvals: runs.HermesApprovalsCommand = Field(None, description="Tool calls waiting for an operator's approval")
     approve: Dict[StrictStr, runs.HermesApproveCommand] = runs.approval_verb("Approve a tool call waiting in the inbox")
     deny: Dict[StrictStr, runs.HermesDenyCommand] = runs.approval_verb("Deny a tool call waiting in the inbox")
-    changes: change_views.HermesChangesCommand = Field(
-        None, description="Devices being changed, change breakers and changes of unknown outcome"
+    # not 'changes': an agent named 'change' would then have to be quoted
+    safety: change_views.HermesSafetyCommand = Field(
+        None, description="The change envelope: devices being changed, breakers, changes of unknown outcome"
     )
     acknowledge: Dict[StrictStr, change_views.HermesAcknowledgeCommand] = change_views.outcome_verb()
     reset_breaker: Dict[StrictStr, change_views.HermesResetBreakerCommand] = Field(

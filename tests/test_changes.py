@@ -419,7 +419,7 @@ def test_a_change_its_tool_stopped_waiting_for_is_an_unknown_outcome_until_ackno
     out = " ".join(nfcli(app, "hermes status").split())
     assert "changes of unknown outcome: check the devices, then acknowledge" in out and job_uuid in out
     assert 'acknowledge one: hermes acknowledge OUTCOME note "WHAT THE DEVICES SHOW"' in out
-    out = " ".join(nfcli(app, "hermes changes").split())
+    out = " ".join(nfcli(app, "hermes safety").split())
     assert job_uuid in out and "change breakers: none" in out and "devices being changed: none" in out
     # the device takes no other change, and nothing sends this one again
     refused, _ = invoke(nf, "ops", call("enable_port", FB="sw1", port="GigabitEthernet0/1"), answer=lambda q: True)

@@ -1,5 +1,5 @@
 """
-The change envelope from the ``nf#`` shell: ``hermes changes`` (devices being
+The change envelope from the ``nf#`` shell: ``hermes safety`` (devices being
 changed, open breakers, changes of unknown outcome), ``hermes acknowledge ID``
 and ``hermes reset-breaker AGENT``; and how a change's preview is shown in the
 approval screens.
@@ -22,7 +22,7 @@ from .live import error_text
 from .tables import WRAP, short_time, table
 from .views import failed
 
-USAGE = """  hermes changes (workers SELECTOR)
+USAGE = """  hermes safety (workers SELECTOR)
   hermes acknowledge OUTCOME_ID (note "WHAT THE DEVICES SHOW") (workers SELECTOR)
   hermes reset-breaker AGENT (note "WHY") (workers WORKER)
     a change of unknown outcome blocks its devices until it is acknowledged; a breaker stops an agent's
@@ -72,17 +72,17 @@ class HermesResetBreakerCommand(NoteOption):
         return guarded(lambda: reset_breaker(router(), str(agent), why, where))
 
 
-class HermesChangesCommand(WorkersOption):
+class HermesSafetyCommand(WorkersOption):
     @staticmethod
     def run(workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
-        return misparsed(kwargs) or guarded(lambda: changes(router(), as_str(workers)))
+        return misparsed(kwargs) or guarded(lambda: safety(router(), as_str(workers)))
 
 
 def outcome_verb() -> Any:
     return Field(
         None,
         description="Acknowledge a change of unknown outcome, after checking its devices",
-        json_schema_extra={"pkey": "outcome_id", "pkey_description": "Outcome id, from 'hermes changes'"},
+        json_schema_extra={"pkey": "outcome_id", "pkey_description": "Outcome id, from 'hermes safety'"},
     )
 
 
@@ -95,8 +95,8 @@ def envelopes(replies: Dict[str, dict]) -> Dict[str, ChangesStatus]:
     }
 
 
-def changes(routes: Router, workers: Optional[str]) -> RenderableType:
-    """``hermes changes``: every selected worker's device locks, breakers and changes of unknown outcome."""
+def safety(routes: Router, workers: Optional[str]) -> RenderableType:
+    """``hermes safety``: every selected worker's device locks, breakers and changes of unknown outcome."""
     replies = routes.status(workers)
     statuses = envelopes(replies)
     problems = [Text.assemble(f"{w}: ", failed(res)) for w, res in sorted(replies.items()) if w not in statuses]
@@ -110,13 +110,13 @@ def changes(routes: Router, workers: Optional[str]) -> RenderableType:
 
 
 def envelope_views(statuses: Dict[str, ChangesStatus], always: bool = False) -> List[RenderableType]:
-    """Changes of unknown outcome and breakers with failures, as tables (``hermes status`` and ``hermes changes``)."""
+    """Changes of unknown outcome and breakers with failures, as tables (``hermes status`` and ``hermes safety``)."""
     unknown = [outcome_row(worker, o) for worker, status in statuses.items() for o in status.outcome_unknown]
     breakers = [breaker_row(worker, b) for worker, status in statuses.items() for b in status.breakers]
     views: List[RenderableType] = []
     if unknown or always:
         title = "changes of unknown outcome: check the devices, then acknowledge"
-        drop = ["started", "run", "tool", "agent", "worker", "reason"]
+        drop = ["started", "tool", "worker", "run", "agent", "reason"]
         views.append(table(title, UNKNOWN_COLUMNS, unknown, drop=drop, text={"reason": WRAP, "devices": WRAP}))
     if unknown:
         views.append(hint('acknowledge one: hermes acknowledge OUTCOME note "WHAT THE DEVICES SHOW"'))

@@ -286,7 +286,11 @@ def reply_view(res: dict, continue_hint: Optional[str] = None, streamed: str = "
 
 
 def as_text(event: dict) -> dict:
-    """An input request whose question (a change's preview holds device output) prints as text, never markup."""
+    """An input request whose question (model text, a change's preview of device output) prints as
+    text, never as markup. NorFab's collect_input_request asks a yes/no with a timeout through
+    prompt_toolkit, which shows text as it is; anything else through rich, which reads markup."""
     request = event["extras"]["input_request"]
+    if isinstance(request.get("default"), bool) and (request.get("timeout") or event.get("timeout")):
+        return event
     shown = {**request, "question": escape(str(request.get("question", "")))}
     return {**event, "extras": {**event["extras"], "input_request": shown}}

@@ -320,7 +320,7 @@ class Router:
             note,
             workers,
             f"change outcome '{outcome_id}' is not known on any hermes worker (asked {{asked}}); "
-            "see them with 'hermes changes'",
+            "see them with 'hermes safety'",
         )
 
     def _known_one(
