@@ -102,6 +102,16 @@ AGENTS = {
     "impatient": agent({"port_state": PORT_STATE, "enable_port": ENABLE_PORT}, changes={"lock_wait": 1}),
     "fragile": agent({"port_state": PORT_STATE, "enable_port": ENABLE_PORT}, changes={"breaker_after": 2}),
     "nightly": agent({"port_state": PORT_STATE, "enable_port": ENABLE_PORT}, changes={"windows": [tomorrow_window()]}),
+    "loose": agent(
+        {
+            "port_state": PORT_STATE,
+            "enable_port": {
+                **ENABLE_PORT,
+                "input_schema": {"type": "object", "properties": {"FB": {"type": "string"}, "FC": {"type": "string"}, "port": {"type": "string"}}},
+            },
+        },
+        workflows={"bring_up": {**BRING_UP, "input_schema": {"type": "object", "properties": {"switch": {"type": "string"}, "port": {"type": "string"}}}}},
+    ),
     "hasty": agent({"port_state": PORT_STATE, "enable_port": {**ENABLE_PORT, "norfab": {**ENABLE_PORT["norfab"], "timeout": 3}}}),
     "pinned": agent(
         {"port_state": PORT_STATE},
@@ -340,6 +350,28 @@ def test_a_change_outside_its_window_is_refused_with_the_next_window(lab):
     assert f"change windows ({tomorrow_window()}, UTC) are closed now" in summary["error"]
     assert "the next window opens" in summary["error"] and "00:00 UTC" in summary["error"]
     assert len(jobs(base)) == sent and device_log(nf, "sw6") == ["(no changes)"]
+
+
+@pytest.mark.parametrize(
+    "tool, arguments, error",
+    [
+        ("enable_port", {"FB": "sw*", "port": "GigabitEthernet0/1"}, "device 'sw*' must be named exactly"),
+        ("enable_port", {"FB": "sw1", "FC": "sw", "port": "GigabitEthernet0/1"}, "FC could pick devices the approval does not show"),
+        ("enable_port", {"port": "GigabitEthernet0/1"}, "a change names its devices (FB or FL)"),
+        ("bring_up", {"switch": "sw1", "port": "GigabitEthernet0/1 ; reload"}, "must not contain | ; < > & ` or $("),
+        ("bring_up", {"switch": "sw1", "port": "GigabitEthernet0/1\nreload"}, "must be a single line"),
+        ("bring_up", {"switch": "sw*", "port": "GigabitEthernet0/1"}, "device 'sw*' must be named exactly"),
+        ("bring_up", {"switch": "sw1", "port": "GigabitEthernet0/1 | redirect flash:x"}, "must not contain"),
+    ],
+)
+def test_a_change_that_does_not_name_exactly_what_it_changes_sends_nothing(lab, tool, arguments, error):
+    nf, base = lab
+    sent, flows = len(jobs(base)), len(jobs(base, "workflow-worker-1"))
+    result, asked = invoke(nf, "loose", call(tool, **arguments), answer=lambda q: True)
+    [summary] = result["tool_calls"]
+    assert summary["status"] == "refused" and error in summary["error"], summary["error"]
+    assert not asked, "nobody is asked to approve a change that cannot be made as shown"
+    assert (len(jobs(base)), len(jobs(base, "workflow-worker-1"))) == (sent, flows), "not even a preview was sent"
 
 
 def test_a_workflow_tool_runs_only_after_approval_and_only_its_pinned_file(lab):

@@ -11,13 +11,13 @@ asks every selected worker and the one that knows the id answers;
 
 from typing import Any, Dict, List, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ..models import BreakerState, ChangesStatus, OutcomeUnknown, WorkerStatus
 from ..routing import Router
-from .common import WorkersOption, as_str, guarded, hint, misparsed, router
+from .common import NoteOption, WorkersOption, as_str, guarded, hint, misparsed, router
 from .live import error_text
 from .tables import WRAP, short_time, table
 from .views import failed
@@ -35,19 +35,6 @@ LOCK_COLUMNS = ["worker", "device", "agent", "run", "tool", "since"]
 
 def usage(problem: str) -> Text:
     return error_text([problem, "usage:", USAGE])
-
-
-class NoteOption(WorkersOption):
-    """``(note "TEXT") (workers SELECTOR)``; subclasses act on an id or an agent."""
-
-    # plain str: PICLE leaves such values alone; presence: a bare 'note' arrives as True and is refused
-    note: str = Field(None, description="What was found, for the record", json_schema_extra={"presence": True})
-
-    @field_validator("note", mode="before")
-    @classmethod
-    def one_text(cls, value: Any) -> Any:
-        """Unquoted words arrive as a list (validated only in the nf[hermes]# subshell)."""
-        return "" if value is True else " ".join(map(str, value)) if isinstance(value, list) else value
 
 
 class HermesAcknowledgeCommand(NoteOption):

@@ -17,14 +17,14 @@ import time
 from datetime import datetime, timezone
 from typing import Any, ClassVar, Dict, List, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from ..models import ApprovalInfo, RunEvent, RunStateData
 from ..routing import Router, Target
 from .changes import preview_view
-from .common import WorkersOption, as_str, guarded, hint, misparsed, router
+from .common import NoteOption, WorkersOption, as_str, guarded, hint, misparsed, router
 from .live import CtrlC, error_text, event_line, reply_view
 from .tables import WRAP, clock, parse_time, table
 from .views import failed
@@ -59,20 +59,13 @@ class HermesApprovalsCommand(WorkersOption):
         return misparsed(kwargs) or guarded(lambda: inbox(router(), as_str(workers)))
 
 
-class HermesApproveCommand(WorkersOption):
+class HermesApproveCommand(NoteOption):
     """``ID (note "WHY") (workers SELECTOR)``; subclasses change ACTION, the decision task."""
 
     ACTION: ClassVar[str] = "approve"
-    # plain str: PICLE leaves such values alone; presence: a bare 'note' arrives as True and is refused
     note: str = Field(
         None, description="Why, kept in the run's record (a denial's note is told to the agent)", json_schema_extra={"presence": True}
     )
-
-    @field_validator("note", mode="before")
-    @classmethod
-    def one_text(cls, value: Any) -> Any:
-        """Unquoted words arrive as a list (validated only in the nf[hermes]# subshell)."""
-        return "" if value is True else " ".join(map(str, value)) if isinstance(value, list) else value
 
     @classmethod
     def run(cls, approval_id: str, note: Any = None, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:

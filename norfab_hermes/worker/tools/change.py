@@ -37,7 +37,7 @@ from ..changes.locks import Holder
 from ..changes.outcomes import CRASHED
 from ..runs.run import now_iso
 from . import workflow
-from .checks import Checks
+from .checks import ChangeCall, Checks
 from .runner import devices_in
 from .specs import CallTrace, ChangeAsk, ToolError, WorkflowSpec
 
@@ -74,33 +74,30 @@ class ChangeRunner:
         self, spec: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool], trace: CallTrace
     ) -> Tuple[str, str, Optional[str]]:
         """Make one change; the text the model reads, the call's status and error."""
+        call = ChangeCall(spec, arguments, run, interrupted)
         policy = self.policy_of(spec.agent)
-        built = self.build(spec, arguments)
-        self.admit(spec, policy, built, run)
+        built = self.build(call)
+        self.admit(call, policy, built)
         holder = Holder(run.run_id, spec.agent, spec.name)
         try:
-
-            def stopped() -> bool:
-                return interrupted() or run.stop_reason is not None
-
-            locked = self.control.locks.acquire(built.devices, holder, self._lock_wait(policy, run), stopped)
+            locked = self.control.locks.acquire(built.devices, holder, self._lock_wait(policy, run), call.stopped)
             if locked:
                 raise ToolError(f"{locked}; the call was not made")
-            preview = self.checks.preview(spec, built.kwargs, arguments, run, interrupted)
-            digest = self.digest(spec, built, preview)
+            preview = self.checks.preview(call, built.kwargs)
+            digest = self.digest(call, built, preview)
             trace.change = ChangeRecord(devices=built.devices, digest=digest, preview=preview, outcome="refused")
             self.runner.approve(spec, arguments, run, ChangeAsk(built.devices, digest, preview, header=header(built)))
-            built = self.confirm(spec, arguments, policy, digest, preview, run, interrupted)
-            before = self._before(spec, arguments, run, interrupted)
+            built = self.confirm(call, policy, digest, preview)
+            before = self._before(call)
             run.event(f"tool {spec.name} changing {', '.join(built.devices) or 'no named device'}: change {digest}")
             try:
-                reply = self.send(spec, built.kwargs, built.devices, run, interrupted, trace)
+                reply = self.send(call, spec, built, trace)
             except ToolError:
                 if trace.job_uuid:
                     trace.change = trace.change.model_copy(update={"outcome": "outcome_unknown"})
                 raise
-            text, status, error = self.render(spec, trace.job_uuid, built, reply, arguments, run)
-            trace.change = self.after(spec, arguments, built, before, run, interrupted, policy, trace.change, status)
+            text, status, error = self.render(call, spec, trace.job_uuid, built, reply)
+            trace.change = self.after(call, policy, built, before, trace.change, status)
             return self.report(text, status, error, trace.change)
         finally:
             if trace.job_uuid is None:  # never sent: the run keeps its change
@@ -109,7 +106,8 @@ class ChangeRunner:
 
     # ------------------------------------------------------------- building
 
-    def build(self, spec: Any, arguments: Dict[str, Any]) -> Built:
+    def build(self, call: ChangeCall) -> Built:
+        spec, arguments = call.spec, call.arguments
         if isinstance(spec, WorkflowSpec):
             self.runner.validate(spec, arguments, {"workers"})
             flow, sha, devices = workflow.build(spec, self.runner.client, arguments, spec.target.timeout)
@@ -123,66 +121,53 @@ class ChangeRunner:
             raise ToolError(f"a change names its devices ({' or '.join(EXACT_FILTERS)}); the call was not made")
         return Built(kwargs, devices)
 
-    def digest(self, spec: Any, built: Built, preview: Dict[str, str]) -> str:
-        return change_digest(
-            {
-                "agent": spec.agent,
-                "tool": spec.name,
-                "target": list(spec.where()),
-                "kwargs": built.kwargs,
-                "devices": built.devices,
-                "preview": preview,
-            }
-        )
+    @staticmethod
+    def digest(call: ChangeCall, built: Built, preview: Dict[str, str]) -> str:
+        spec = call.spec
+        change = {"agent": spec.agent, "tool": spec.name, "target": list(spec.where()), "kwargs": built.kwargs}
+        return change_digest({**change, "devices": built.devices, "preview": preview})
 
     # ------------------------------------------------------------ admission
 
-    def admit(self, spec: Any, policy: ChangePolicy, built: Built, run: Any) -> None:
+    def admit(self, call: ChangeCall, policy: ChangePolicy, built: Built) -> None:
         """Refuse a change the envelope does not allow now; else hold one of the run's changes."""
-        refusal = self.control.refusal(spec.agent, policy, spec.name, spec.definition.windows, built.devices)
-        refusal = refusal or run.budget.reserve_change()
+        refusal = self._closed(call, policy, built) or call.run.budget.reserve_change()
         if refusal:
             raise ToolError(f"{refusal}; the call was not made")
+
+    def _closed(self, call: ChangeCall, policy: ChangePolicy, built: Built) -> Optional[str]:
+        spec = call.spec
+        return self.control.refusal(spec.agent, policy, spec.name, spec.definition.windows, built.devices)
 
     @staticmethod
     def _lock_wait(policy: ChangePolicy, run: Any) -> float:
         return max(0.0, min(policy.lock_wait, run.remaining() - MIN_WAIT))
 
-    def confirm(
-        self,
-        spec: Any,
-        arguments: Dict[str, Any],
-        policy: ChangePolicy,
-        digest: str,
-        preview: Dict[str, str],
-        run: Any,
-        interrupted: Callable[[], bool],
-    ) -> Built:
+    def confirm(self, call: ChangeCall, policy: ChangePolicy, digest: str, preview: Dict[str, str]) -> Built:
         """The change as it would run now: refused unless it is the change that was approved."""
-        again = self.build(spec, arguments)
-        shown = self.checks.preview(spec, again.kwargs, arguments, run, interrupted)
-        now = self.digest(spec, again, shown)
+        again = self.build(call)
+        shown = self.checks.preview(call, again.kwargs)
+        now = self.digest(call, again, shown)
         if now != digest:
             changed = "the preview (the devices changed since)" if shown != preview else "the task arguments or file"
             message = (
                 f"the change is not the one approved ({digest}): {changed} differ, now {now}; the call was not made"
             )
-            run.warnings.append(message)
-            run.event(f"tool {spec.name} refused: {message}", severity="WARNING")
+            call.run.warnings.append(message)
+            call.run.event(f"tool {call.spec.name} refused: {message}", severity="WARNING")
             raise ToolError(message)
-        refusal = self.control.refusal(spec.agent, policy, spec.name, spec.definition.windows, again.devices)
+        refusal = self._closed(call, policy, again)
         if refusal:
             raise ToolError(f"{refusal}; the call was not made")
         return again
 
-    def _before(
-        self, spec: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool]
-    ) -> Dict[str, str]:
+    def _before(self, call: ChangeCall) -> Dict[str, str]:
         """What the verify tool reads before the change: a rollback must bring the devices back to it."""
-        if spec.definition.verify is None:
+        check = call.spec.definition.verify
+        if check is None:
             return {}
         try:
-            before, _ = self.checks.read(spec, spec.definition.verify, arguments, run, interrupted)
+            before, _ = self.checks.read(call, check)
         except ToolError as error:
             raise ToolError(
                 f"the change could not be checked before it is made: {error}; the call was not made"
@@ -191,18 +176,12 @@ class ChangeRunner:
 
     # -------------------------------------------------------------- sending
 
-    def send(
-        self,
-        call: Any,
-        kwargs: Dict[str, Any],
-        devices: List[str],
-        run: Any,
-        interrupted: Callable[[], bool],
-        trace: CallTrace,
-    ) -> Any:
-        """Send a change job with a marker around it; a job whose reply is not read has an unknown outcome."""
-        job = uuids.uuid4().hex
-        service, task, workers = call.target.service, call.target.task, call.target.workers
+    def send(self, call: ChangeCall, target: Any, built: Built, trace: CallTrace) -> Any:
+        """Send a change job (of ``target``: the tool, or its rollback) with a marker around it; a job whose
+        reply is not read has an unknown outcome."""
+        run, job = call.run, uuids.uuid4().hex
+        service, task, workers = target.target.service, target.target.task, target.target.workers
+        devices = built.devices
         change = OutcomeUnknown(
             outcome_id=job,
             job_uuid=job,
@@ -210,18 +189,17 @@ class ChangeRunner:
             agent=run.agent,
             worker=self.worker_name,
             session_id=run.session_id,
-            tool=call.name,
+            tool=target.name,
             target=f"{service}.{task} on {workers}",
             devices=devices,
             started=now_iso(),
             reason=CRASHED,
         )
         self.control.outcomes.begin(change)
-        run.event(f"tool {call.name} calling {service}.{task}", resource=[call.name])
+        run.event(f"tool {target.name} calling {service}.{task}", resource=[target.name])
+        timeout = self.runner.call_timeout(target, run)
         try:
-            reply = self.runner.dispatch(
-                call, kwargs, self.runner.call_timeout(call, run), run, interrupted, trace, job
-            )
+            reply = self.runner.dispatch(target, built.kwargs, timeout, run, call.interrupted, trace, job)
             if not reply:
                 raise ToolError(f"job {job} for {service}.{task} got no reply in time")
         except ToolError as error:
@@ -229,76 +207,66 @@ class ChangeRunner:
                 self.control.outcomes.end(job)
                 raise
             self.control.limits.count(run.agent)
-            reason = f"the tool stopped waiting for the change: {error}"
-            self.control.outcomes.unknown(change.model_copy(update={"reason": reason}))
-            message = f"the outcome of change job {job} on {', '.join(devices)} is unknown ({error}); an operator must check and acknowledge it"
+            self.control.outcomes.unknown(change.model_copy(update={"reason": f"the tool stopped waiting: {error}"}))
+            message = (
+                f"the outcome of change job {job} on {', '.join(devices)} is unknown ({error}); "
+                "an operator must check and acknowledge it"
+            )
             run.warnings.append(message)
-            run.event(f"tool {call.name}: {message}", severity="WARNING")
+            run.event(f"tool {target.name}: {message}", severity="WARNING")
             raise ToolError(message) from None
         self.control.outcomes.end(job)
         self.control.limits.count(run.agent)
         return reply
 
     def render(
-        self, spec: Any, uuid: Optional[str], built: Built, reply: Any, arguments: Dict[str, Any], run: Any
+        self, call: ChangeCall, target: Any, uuid: Optional[str], built: Built, reply: Any
     ) -> Tuple[str, str, Optional[str]]:
-        """The change's reply as the model reads it; the devices it reached count against the run."""
-        if isinstance(spec, WorkflowSpec):
-            text, status, error, steps = workflow.render(spec, uuid, reply, built.sha256, self.runner.secrets())
-            run.touched({host for _, workers in steps for host in devices_in(workers)})
+        """A change's reply as the model reads it; the devices it reached count against the run."""
+        if isinstance(target, WorkflowSpec):
+            text, status, error, steps = workflow.render(target, uuid, reply, built.sha256, self.runner.secrets())
+            call.run.touched({host for _, workers in steps for host in devices_in(workers)})
             return text, status, error
-        if spec.target.service == "nornir":
-            run.touched(devices_in(reply))
-        return self.runner.render(spec, uuid, reply, arguments, run.started)
+        if target.target.service == "nornir":
+            call.run.touched(devices_in(reply))
+        return self.runner.render(target, uuid, reply, call.arguments, call.run.started)
 
     # ------------------------------------------------------ after the change
 
     def after(
         self,
-        spec: Any,
-        arguments: Dict[str, Any],
+        call: ChangeCall,
+        policy: ChangePolicy,
         built: Built,
         before: Dict[str, str],
-        run: Any,
-        interrupted: Callable[[], bool],
-        policy: ChangePolicy,
         record: ChangeRecord,
         status: str,
     ) -> ChangeRecord:
         """Verify the change; roll it back when the check fails and the policy allows."""
+        spec, run = call.spec, call.run
         if spec.definition.verify is None:
             return record.model_copy(update={"outcome": "unverified" if status == "completed" else "failed"})
-        check, _ = self.checks.verify(spec, arguments, built.devices, run, interrupted)
+        check = self.checks.verify(call, built.devices)
         opened = self.control.breakers.record(spec.agent, check.passed, policy.breaker_after)
         if opened:
             run.warnings.append(opened)
             run.event(f"tool {spec.name}: {opened}", severity="WARNING")
         if check.passed:
-            return record.model_copy(
-                update={"outcome": "verified" if status == "completed" else "failed", "verify": check}
-            )
+            outcome = "verified" if status == "completed" else "failed"
+            return record.model_copy(update={"outcome": outcome, "verify": check})
         run.event(f"tool {spec.name}: verification failed: {'; '.join(check.problems)}", severity="WARNING")
-        rollback = self.rollback(spec, arguments, built, before, run, interrupted, policy, record.digest)
+        rollback = self.rollback(call, policy, built, before, record.digest)
         outcome = "verify_failed"
-        if rollback and rollback.state in ("done", "failed"):
-            outcome = (
-                "rolled_back"
-                if rollback.state == "done" and rollback.check and rollback.check.passed
-                else "rollback_failed"
-            )
+        if rollback and rollback.state == "done" and rollback.check and rollback.check.passed:
+            outcome = "rolled_back"
+        elif rollback and rollback.state in ("done", "failed"):
+            outcome = "rollback_failed"
         return record.model_copy(update={"outcome": outcome, "verify": check, "rollback": rollback})
 
     def rollback(
-        self,
-        spec: Any,
-        arguments: Dict[str, Any],
-        built: Built,
-        before: Dict[str, str],
-        run: Any,
-        interrupted: Callable[[], bool],
-        policy: ChangePolicy,
-        digest: str,
+        self, call: ChangeCall, policy: ChangePolicy, built: Built, before: Dict[str, str], digest: str
     ) -> Optional[RollbackRecord]:
+        spec, run = call.spec, call.run
         definition = spec.definition.rollback
         if definition is None:
             return None
@@ -306,27 +274,28 @@ class ChangeRunner:
             return RollbackRecord(state="not_allowed", error="the agent's changes.rollback is off")
         trace = CallTrace()
         try:
-            call, undo, shown = self._rollback_call(spec, arguments, built)
+            target, undo, shown = self._rollback_call(call, built)
         except ToolError as error:
             return RollbackRecord(state="failed", error=str(error))
         if definition.approval:
             ask = ChangeAsk(undo.devices, digest, shown, "roll back the change of tool", " (its verification failed)")
             try:
-                self.runner.approve(spec, arguments, run, ask)
+                self.runner.approve(spec, call.arguments, run, ask)
             except ToolError as error:
                 return RollbackRecord(state="declined", error=str(error))
         run.event(f"tool {spec.name} rolling back change {digest} on {', '.join(undo.devices)}", severity="WARNING")
         try:
-            reply = self.send(call, undo.kwargs, undo.devices, run, interrupted, trace)
-            _, status, error = self.render(call, trace.job_uuid, undo, reply, arguments, run)
+            reply = self.send(call, target, undo, trace)
+            _, status, error = self.render(call, target, trace.job_uuid, undo, reply)
         except ToolError as failed:
             return RollbackRecord(state="failed", job_uuid=trace.job_uuid, error=str(failed))
-        check, _ = self.checks.verify(spec, arguments, built.devices, run, interrupted, before=before)
+        check = self.checks.verify(call, built.devices, before=before)
         state = "done" if status == "completed" else "failed"
         return RollbackRecord(state=state, job_uuid=trace.job_uuid, error=error, check=check)
 
-    def _rollback_call(self, spec: Any, arguments: Dict[str, Any], built: Built) -> Tuple[Any, Built, Dict[str, str]]:
+    def _rollback_call(self, call: ChangeCall, built: Built) -> Tuple[Any, Built, Dict[str, str]]:
         """Where the rollback goes, what it sends, and what the operator is shown per device."""
+        spec, arguments = call.spec, call.arguments
         definition = spec.definition
         if definition.rollback.workflow:
             url = definition.rollback.workflow

@@ -26,6 +26,19 @@ PREVIEW_DEVICES = 20
 
 
 @dataclass(frozen=True)
+class ChangeCall:
+    """One change call as the envelope handles it: the tool, the model's (checked) arguments, the run."""
+
+    spec: Any  # a ToolSpec with approval, or a WorkflowSpec
+    arguments: Dict[str, Any]
+    run: Any
+    interrupted: Callable[[], bool]
+
+    def stopped(self) -> bool:
+        return self.interrupted() or self.run.stop_reason is not None
+
+
+@dataclass(frozen=True)
 class StepCall:
     """A job the change sends on its own behalf (a dry run of a workflow step): a name and a target."""
 
@@ -56,42 +69,42 @@ class Checks:
         self.runner = runner
         self.lookup = lookup  # (agent, tool name) -> the agent's spec of that tool
 
-    def read(
-        self, owner: Any, check: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool]
-    ) -> Tuple[Dict[str, str], Optional[str]]:
+    def read(self, call: ChangeCall, check: Any) -> Tuple[Dict[str, str], Optional[str]]:
         """Run the read-only tool a preview or verify names, with the change call's arguments passed on."""
-        spec = self.lookup(owner.agent, check.tool)
+        agent, run = call.spec.agent, call.run
+        spec = self.lookup(agent, check.tool)
         if spec is None or spec.changes:
-            raise ToolError(f"{check.tool} is not a read-only tool of agent '{owner.agent}'")
-        passed = {name: arguments[name] for name in check.arguments if name in arguments}
+            raise ToolError(f"{check.tool} is not a read-only tool of agent '{agent}'")
+        passed = {name: call.arguments[name] for name in check.arguments if name in call.arguments}
         kwargs = self.runner.prepare(spec, passed)
         trace = CallTrace()
-        reply = self.runner.dispatch(spec, kwargs, self.runner.call_timeout(spec, run), run, interrupted, trace)
+        reply = self.runner.dispatch(spec, kwargs, self.runner.call_timeout(spec, run), run, call.interrupted, trace)
         _, status, error = self.runner.render(spec, trace.job_uuid, reply, passed, run.started)
         if status != "completed":
             raise ToolError(f"{check.tool} (job {trace.job_uuid}) failed: {error}")
         return device_texts(reply, headers=True), trace.job_uuid
 
-    def preview(
-        self, spec: Any, kwargs: Dict[str, Any], arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool]
-    ) -> Dict[str, str]:
-        """What the change would do, per device, for the operator; {} when the tool declares no preview."""
+    def preview(self, call: ChangeCall, kwargs: Dict[str, Any]) -> Dict[str, str]:
+        """What the change (these task arguments) would do, per device, for the operator; {} without a preview."""
+        spec = call.spec
         preview = spec.definition.preview
         if preview is None:
             return {}
-        run.event(f"tool {spec.name} previewing its change ({preview.tool or 'dry run'})", resource=[spec.name])
+        call.run.event(f"tool {spec.name} previewing its change ({preview.tool or 'dry run'})", resource=[spec.name])
         if preview.tool:
-            texts, _ = self.read(spec, preview, arguments, run, interrupted)
+            texts, _ = self.read(call, preview)
         elif "workflow" in kwargs:
-            texts = self._dry_run_steps(spec, kwargs["workflow"], run, interrupted)
+            texts = self._dry_run_steps(call, kwargs["workflow"])
         else:
-            texts = self._dry_run(spec, {**kwargs, "dry_run": True}, run, interrupted)
+            texts = self._dry_run(call, spec, {**kwargs, "dry_run": True})
         shown = sorted(texts.items())[:PREVIEW_DEVICES]
         return {device: clean_text(text, PREVIEW_CHARS) for device, text in shown}
 
-    def _dry_run(self, call: Any, kwargs: Dict[str, Any], run: Any, interrupted: Callable[[], bool]) -> Dict[str, str]:
-        trace = CallTrace()
-        reply = self.runner.dispatch(call, kwargs, self.runner.call_timeout(call, run), run, interrupted, trace)
+    def _dry_run(self, call: ChangeCall, target: Any, kwargs: Dict[str, Any]) -> Dict[str, str]:
+        trace, run = CallTrace(), call.run
+        reply = self.runner.dispatch(
+            target, kwargs, self.runner.call_timeout(target, run), run, call.interrupted, trace
+        )
         failed = [
             f"{w}: {'; '.join(r.get('errors') or [str(r.get('status'))])}"
             for w, r in (reply or {}).items()
@@ -101,36 +114,28 @@ class Checks:
             raise ToolError(f"the dry run (job {trace.job_uuid}) failed: {'; '.join(failed) or 'no reply'}")
         return device_texts(reply, headers=False)
 
-    def _dry_run_steps(
-        self, spec: Any, workflow: Dict[str, Any], run: Any, interrupted: Callable[[], bool]
-    ) -> Dict[str, str]:
+    def _dry_run_steps(self, call: ChangeCall, workflow: Dict[str, Any]) -> Dict[str, str]:
         """A workflow's preview: the dry run of each of its nornir cfg steps, per device."""
+        spec = call.spec
         texts: Dict[str, List[str]] = {}
         for name, step in workflow.items():
             if not isinstance(step, dict) or (step.get("service"), step.get("task")) != ("nornir", "cfg"):
                 continue
-            call = StepCall(f"{spec.name}:{name}", JobTarget("nornir", "cfg", step["workers"], spec.target.timeout))
-            for device, text in self._dry_run(call, {**step["kwargs"], "dry_run": True}, run, interrupted).items():
+            target = StepCall(f"{spec.name}:{name}", JobTarget("nornir", "cfg", step["workers"], spec.target.timeout))
+            for device, text in self._dry_run(call, target, {**step["kwargs"], "dry_run": True}).items():
                 texts.setdefault(device, []).append(f"[step {name}]\n{text}")
         return {device: "\n".join(parts) for device, parts in texts.items()}
 
-    def verify(
-        self,
-        spec: Any,
-        arguments: Dict[str, Any],
-        devices: List[str],
-        run: Any,
-        interrupted: Callable[[], bool],
-        before: Optional[Dict[str, str]] = None,
-    ) -> Tuple[CheckResult, Dict[str, str]]:
+    def verify(self, call: ChangeCall, devices: List[str], before: Optional[Dict[str, str]] = None) -> CheckResult:
         """Read the verify tool: against the expectations, or (``before``) against what the devices showed then."""
+        spec = call.spec
         check = spec.definition.verify
         what = "the devices against what they showed before" if before is not None else "its change"
-        run.event(f"tool {spec.name} verifying {what} ({check.tool})", resource=[spec.name])
+        call.run.event(f"tool {spec.name} verifying {what} ({check.tool})", resource=[spec.name])
         try:
-            texts, uuid = self.read(spec, check, arguments, run, interrupted)
+            texts, uuid = self.read(call, check)
         except ToolError as error:
-            return CheckResult(passed=False, problems=[f"the check could not read the devices: {error}"]), {}
+            return CheckResult(passed=False, problems=[f"the check could not read the devices: {error}"])
         problems = []
         for device in devices or sorted(texts):
             text = texts.get(device)
@@ -141,7 +146,6 @@ class Checks:
                     problems.append(f"{device} does not show what it showed before the change")
             else:
                 expect = check.expect
-                problems += [
-                    f"{device} {p}" for p in unmet(text, expect.contains, expect.absent, expect.matches, arguments)
-                ]
-        return CheckResult(passed=not problems, job_uuid=uuid, problems=problems), texts
+                unshown = unmet(text, expect.contains, expect.absent, expect.matches, call.arguments)
+                problems += [f"{device} {problem}" for problem in unshown]
+        return CheckResult(passed=not problems, job_uuid=uuid, problems=problems)
