@@ -8,6 +8,7 @@ code can use it without pulling ``@Task`` methods into their process
 (NorFab's task registry is process-global).
 """
 
+from ..errors import InventoryError  # what parse_inventory and parse_agent raise
 from .base import (
     StrictModel,
     TaskInput,
@@ -117,6 +118,7 @@ from .results import (
 
 __all__ = [
     "AcknowledgeInput",
+    "InventoryError",
     "ActiveRun",
     "AgentAction",
     "AgentDefinition",
