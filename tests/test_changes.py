@@ -51,7 +51,11 @@ ENABLE_PORT = {
         "job_data": ["port"],
     },
     "preview": {"dry_run": True},
-    "verify": {"tool": "port_state", "arguments": ["FB", "port"], "expect": {"contains": ["${port} is up, line protocol is up"]}},
+    "verify": {
+        "tool": "port_state",
+        "arguments": ["FB", "port"],
+        "expect": {"contains": ["${port} is up, line protocol is up"]},
+    },
     "rollback": {"commands": ["interface ${port}", "shutdown"], "approval": False},
 }
 WORKFLOW = """\
@@ -107,15 +111,31 @@ AGENTS = {
             "port_state": PORT_STATE,
             "enable_port": {
                 **ENABLE_PORT,
-                "input_schema": {"type": "object", "properties": {"FB": {"type": "string"}, "FC": {"type": "string"}, "port": {"type": "string"}}},
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"FB": {"type": "string"}, "FC": {"type": "string"}, "port": {"type": "string"}},
+                },
             },
         },
-        workflows={"bring_up": {**BRING_UP, "input_schema": {"type": "object", "properties": {"switch": {"type": "string"}, "port": {"type": "string"}}}}},
+        workflows={
+            "bring_up": {
+                **BRING_UP,
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"switch": {"type": "string"}, "port": {"type": "string"}},
+                },
+            }
+        },
     ),
-    "hasty": agent({"port_state": PORT_STATE, "enable_port": {**ENABLE_PORT, "norfab": {**ENABLE_PORT["norfab"], "timeout": 3}}}),
+    "hasty": agent(
+        {"port_state": PORT_STATE, "enable_port": {**ENABLE_PORT, "norfab": {**ENABLE_PORT["norfab"], "timeout": 3}}}
+    ),
     "pinned": agent(
         {"port_state": PORT_STATE},
-        workflows={"bring_up": {**BRING_UP, "sha256": "0" * 64}, "reckless": {**BRING_UP, "allow_commands": ["show .*"]}},
+        workflows={
+            "bring_up": {**BRING_UP, "sha256": "0" * 64},
+            "reckless": {**BRING_UP, "allow_commands": ["show .*"]},
+        },
     ),
 }
 HOSTS = ["sw1", "sw2", "sw3", "sw4", "sw5", "sw6"]
@@ -168,7 +188,9 @@ def changes_to(base, host):
 def device(nf, host, *commands):
     """What the switch prints; read again when nornir answers empty (jobs overlapping on one nornir worker)."""
     for _ in range(5):
-        reply = nf.client.run_job("nornir", "cli", kwargs={"FB": host, "commands": list(commands)}, workers="all", timeout=60)
+        reply = nf.client.run_job(
+            "nornir", "cli", kwargs={"FB": host, "commands": list(commands)}, workers="all", timeout=60
+        )
         result = (reply["nornir-worker-1"]["result"] or {}).get(host)
         if result:
             return result
@@ -207,7 +229,9 @@ def call(tool, **arguments):
 
 def test_the_approval_shows_the_dry_run_and_a_declined_change_touches_nothing(lab):
     nf, base = lab
-    result, [asked] = invoke(nf, "ops", call("enable_port", FB="sw1", port="GigabitEthernet0/3"), answer=lambda q: False)
+    result, [asked] = invoke(
+        nf, "ops", call("enable_port", FB="sw1", port="GigabitEthernet0/3"), answer=lambda q: False
+    )
     question = asked["question"]
     # what the device would receive, per device, before the question itself
     assert "  sw1:\n  | interface GigabitEthernet0/3\n  | no shutdown\n" in question
@@ -226,7 +250,13 @@ def test_the_approval_shows_the_dry_run_and_a_declined_change_touches_nothing(la
 
 def test_the_inbox_approval_carries_the_preview_and_its_digest_is_what_runs(lab):
     nf, base = lab
-    started = run(nf.client, "start_run", worker=WORKER, agent="fixer", instructions=call("enable_port", FB="sw2", port="GigabitEthernet0/1"))
+    started = run(
+        nf.client,
+        "start_run",
+        worker=WORKER,
+        agent="fixer",
+        instructions=call("enable_port", FB="sw2", port="GigabitEthernet0/1"),
+    )
     run_id = started["result"]["run_id"]
     deadline = time.time() + 60
     pending = []
@@ -279,11 +309,15 @@ def test_a_failed_verification_rolls_back_and_the_device_ends_as_before(lab):
 def test_failed_verifications_open_the_breaker_until_an_operator_resets_it(lab):
     nf, base = lab
     for _ in range(2):
-        result, _ = invoke(nf, "fragile", call("enable_port", FB="sw4", port="GigabitEthernet0/2"), answer=lambda q: True)
+        result, _ = invoke(
+            nf, "fragile", call("enable_port", FB="sw4", port="GigabitEthernet0/2"), answer=lambda q: True
+        )
         assert result["tool_calls"][0]["change"]["outcome"] == "rolled_back"
     assert any("verifications of agent 'fragile' failed in a row" in w for w in result["warnings"])
     sent = len(jobs(base))
-    result, asked = invoke(nf, "fragile", call("enable_port", FB="sw4", port="GigabitEthernet0/1"), answer=lambda q: True)
+    result, asked = invoke(
+        nf, "fragile", call("enable_port", FB="sw4", port="GigabitEthernet0/1"), answer=lambda q: True
+    )
     [summary] = result["tool_calls"]
     assert summary["status"] == "refused" and "changes of agent 'fragile' are stopped" in summary["error"]
     assert not asked and len(jobs(base)) == sent, "a stopped agent sends nothing, not even a preview"
@@ -307,7 +341,9 @@ def test_two_runs_changing_one_device_never_overlap(lab):
     nf, base = lab
     hold = threading.Event()
     approve = dict(answer=lambda q: True)
-    first, first_box = in_background(invoke, nf, "ops", call("enable_port", FB="sw5", port="GigabitEthernet0/3"), hold=hold, **approve)
+    first, first_box = in_background(
+        invoke, nf, "ops", call("enable_port", FB="sw5", port="GigabitEthernet0/3"), hold=hold, **approve
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not run(nf.client, "get_status", worker=WORKER)["result"]["changes"]["locks"]:
         time.sleep(0.2)
@@ -319,7 +355,9 @@ def test_two_runs_changing_one_device_never_overlap(lab):
     assert summary["status"] == "refused" and not asked
     assert f"device sw5 is being changed by run {lock['run_id']} of agent 'ops' (enable_port" in summary["error"]
     # one that can wait waits until the first is made and verified
-    second, second_box = in_background(invoke, nf, "ops", call("enable_port", FB="sw5", port="GigabitEthernet0/1"), **approve)
+    second, second_box = in_background(
+        invoke, nf, "ops", call("enable_port", FB="sw5", port="GigabitEthernet0/1"), **approve
+    )
     time.sleep(2)
     hold.set()
     first.join(120)
@@ -344,7 +382,9 @@ def test_two_runs_changing_one_device_never_overlap(lab):
 def test_a_change_outside_its_window_is_refused_with_the_next_window(lab):
     nf, base = lab
     sent = len(jobs(base))
-    result, asked = invoke(nf, "nightly", call("enable_port", FB="sw6", port="GigabitEthernet0/1"), answer=lambda q: True)
+    result, asked = invoke(
+        nf, "nightly", call("enable_port", FB="sw6", port="GigabitEthernet0/1"), answer=lambda q: True
+    )
     [summary] = result["tool_calls"]
     assert summary["status"] == "refused" and not asked
     assert f"change windows ({tomorrow_window()}, UTC) are closed now" in summary["error"]
@@ -356,7 +396,11 @@ def test_a_change_outside_its_window_is_refused_with_the_next_window(lab):
     "tool, arguments, error",
     [
         ("enable_port", {"FB": "sw*", "port": "GigabitEthernet0/1"}, "device 'sw*' must be named exactly"),
-        ("enable_port", {"FB": "sw1", "FC": "sw", "port": "GigabitEthernet0/1"}, "FC could pick devices the approval does not show"),
+        (
+            "enable_port",
+            {"FB": "sw1", "FC": "sw", "port": "GigabitEthernet0/1"},
+            "FC could pick devices the approval does not show",
+        ),
         ("enable_port", {"port": "GigabitEthernet0/1"}, "a change names its devices (FB or FL)"),
         ("bring_up", {"switch": "sw1", "port": "GigabitEthernet0/1 ; reload"}, "must not contain | ; < > & ` or $("),
         ("bring_up", {"switch": "sw1", "port": "GigabitEthernet0/1\nreload"}, "must be a single line"),
@@ -391,8 +435,13 @@ def test_a_workflow_tool_runs_only_after_approval_and_only_its_pinned_file(lab):
     assert (uuid, task) == (summary["job_uuid"], "run")
     # the workflow service ran the pinned file's steps, filled in, and nothing else
     assert [k for k in sent["workflow"] if k not in ("name", "description")] == ["before", "bring_up", "after"]
-    assert sent["workflow"]["bring_up"]["kwargs"] == {"FB": "sw6", "config": ["interface GigabitEthernet0/3", "no shutdown"]}
-    by_workflow = [j for j in jobs(base) if j[1] in ("cli", "cfg") and j[2].get("FB") == "sw6" and not j[2].get("job_data")]
+    assert sent["workflow"]["bring_up"]["kwargs"] == {
+        "FB": "sw6",
+        "config": ["interface GigabitEthernet0/3", "no shutdown"],
+    }
+    by_workflow = [
+        j for j in jobs(base) if j[1] in ("cli", "cfg") and j[2].get("FB") == "sw6" and not j[2].get("job_data")
+    ]
     assert [j[1] for j in by_workflow] == ["cli", "cfg", "cli"]
     # the model read each step's outcome and job UUID
     steps = json.loads(next(m["content"] for m in reversed(session(nf, "ops", result)) if m["role"] == "tool"))["steps"]
@@ -409,11 +458,18 @@ def test_a_workflow_file_changed_after_approval_is_refused(lab):
     sent = len(jobs(base, "workflow-worker-1"))
 
     def edit_then_approve(question):
-        path.write_text(WORKFLOW.replace('config: ["interface ${port}", "no shutdown"]', 'config: ["interface ${port}", "no shutdown", "no shutdown"]'))
+        path.write_text(
+            WORKFLOW.replace(
+                'config: ["interface ${port}", "no shutdown"]',
+                'config: ["interface ${port}", "no shutdown", "no shutdown"]',
+            )
+        )
         return True
 
     try:
-        result, [asked] = invoke(nf, "ops", call("bring_up", switch="sw1", port="GigabitEthernet0/1"), answer=edit_then_approve)
+        result, [asked] = invoke(
+            nf, "ops", call("bring_up", switch="sw1", port="GigabitEthernet0/1"), answer=edit_then_approve
+        )
     finally:
         path.write_text(WORKFLOW)
     [summary] = result["tool_calls"]
@@ -427,7 +483,10 @@ def test_a_workflow_that_is_not_the_reviewed_file_or_breaks_its_allow_list_never
     nf, base = lab
     tools = run(nf.client, "get_agent", worker=WORKER, agent="pinned")["result"]["tools"]
     assert "is not the reviewed file: its sha256 is" in tools["bring_up"]["error"]
-    assert "step 'bring_up': argument config" in tools["reckless"]["error"] and "is not allowed by this tool" in tools["reckless"]["error"]
+    assert (
+        "step 'bring_up': argument config" in tools["reckless"]["error"]
+        and "is not allowed by this tool" in tools["reckless"]["error"]
+    )
     sent = len(jobs(base, "workflow-worker-1"))
     for tool in ("bring_up", "reckless"):
         result, asked = invoke(nf, "pinned", call(tool, switch="sw1", port="GigabitEthernet0/1"), answer=lambda q: True)
@@ -436,7 +495,9 @@ def test_a_workflow_that_is_not_the_reviewed_file_or_breaks_its_allow_list_never
 
 
 def session(nf, agent_name, result):
-    return run(nf.client, "get_session", worker=WORKER, agent=agent_name, session_id=result["session_id"], limit=200)["result"]["messages"]
+    return run(nf.client, "get_session", worker=WORKER, agent=agent_name, session_id=result["session_id"], limit=200)[
+        "result"
+    ]["messages"]
 
 
 def test_a_change_its_tool_stopped_waiting_for_is_an_unknown_outcome_until_acknowledged_in_the_shell(lab, app):
@@ -459,7 +520,10 @@ def test_a_change_its_tool_stopped_waiting_for_is_an_unknown_outcome_until_ackno
     assert [j[0] for j in changes_to(base, "sw1")] == [job_uuid]
 
     out = " ".join(nfcli(app, f'hermes acknowledge {job_uuid} note "port checked"').split())
-    assert f"change job {job_uuid} of run {result['run_id']} (enable_port on sw1, worker '{WORKER}') acknowledged by" in out
+    assert (
+        f"change job {job_uuid} of run {result['run_id']} (enable_port on sw1, worker '{WORKER}') acknowledged by"
+        in out
+    )
     assert "changes of unknown outcome" not in nfcli(app, "hermes status")
     out = " ".join(nfcli(app, f"hermes acknowledge {job_uuid}").split())
     assert f"change outcome '{job_uuid}' is not known on any hermes worker" in out
@@ -469,7 +533,13 @@ def test_a_change_its_tool_stopped_waiting_for_is_an_unknown_outcome_until_ackno
 
 def test_the_inbox_in_the_shell_shows_each_change_s_preview(lab, app):
     nf, base = lab
-    started = run(nf.client, "start_run", worker=WORKER, agent="fixer", instructions=call("enable_port", FB="sw1", port="GigabitEthernet0/1"))
+    started = run(
+        nf.client,
+        "start_run",
+        worker=WORKER,
+        agent="fixer",
+        instructions=call("enable_port", FB="sw1", port="GigabitEthernet0/1"),
+    )
     deadline = time.time() + 60
     while "change " not in (out := nfcli(app, "hermes approvals")) and time.time() < deadline:
         time.sleep(0.3)

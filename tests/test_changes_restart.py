@@ -45,12 +45,16 @@ def finished(nf, run_id):
 
 
 def start_change(nf, port):
-    started = run(nf.client, "start_run", worker=WORKER, agent="fixer", instructions=call("enable_port", FB="sw1", port=port))
+    started = run(
+        nf.client, "start_run", worker=WORKER, agent="fixer", instructions=call("enable_port", FB="sw1", port=port)
+    )
     return started["result"]
 
 
 def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tmp_path):
-    workers, files = network(["sw1"], models={"sw1": switch("sw1")}, users={WORKER: hermes_worker(model.base_url, AGENTS)})
+    workers, files = network(
+        ["sw1"], models={"sw1": switch("sw1")}, users={WORKER: hermes_worker(model.base_url, AGENTS)}
+    )
     with norfab(tmp_path, workers, files, separate=(WORKER,)) as nf:
         with worker_process(nf, WORKER) as process:
             started = start_change(nf, "GigabitEthernet0/3")  # the switch takes 5 s over this port
@@ -66,15 +70,23 @@ def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tm
         with worker_process(nf, WORKER):
             status = run(nf.client, "get_status", worker=WORKER)["result"]["changes"]
             [unknown] = status["outcome_unknown"]
-            assert (unknown["job_uuid"], unknown["devices"], unknown["run_id"]) == (job_uuid, ["sw1"], started["run_id"])
+            assert (unknown["job_uuid"], unknown["devices"], unknown["run_id"]) == (
+                job_uuid,
+                ["sw1"],
+                started["run_id"],
+            )
             assert "stopped while the change job was in flight" in unknown["reason"]
             assert not marker.exists()
             state = run(nf.client, "get_run", worker=WORKER, agent="fixer", run_id=started["run_id"])["result"]
             assert (state["state"], state["stop_reason"]) == ("finished", "outcome_unknown")
             assert [u["job_uuid"] for u in state["outcome_unknown"]] == [job_uuid]
-            session = run(nf.client, "get_session", worker=WORKER, agent="fixer", session_id=started["session_id"])["result"]
+            session = run(nf.client, "get_session", worker=WORKER, agent="fixer", session_id=started["session_id"])[
+                "result"
+            ]
             assert [u["job_uuid"] for u in session["outcome_unknown"]] == [job_uuid]
-            assert job_uuid in session["messages"][-1]["content"] and "nobody knows" in session["messages"][-1]["content"]
+            assert (
+                job_uuid in session["messages"][-1]["content"] and "nobody knows" in session["messages"][-1]["content"]
+            )
 
             # never sent again, and sw1 takes no other change until an operator acknowledges it
             time.sleep(5)
@@ -83,11 +95,16 @@ def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tm
             refused = start_change(nf, "GigabitEthernet0/1")
             state = until(lambda: finished(nf, refused["run_id"]))
             [summary] = state["result"]["tool_calls"]
-            assert summary["status"] == "refused" and f"device sw1 has a change of unknown outcome (job {job_uuid}" in summary["error"]
+            assert (
+                summary["status"] == "refused"
+                and f"device sw1 has a change of unknown outcome (job {job_uuid}" in summary["error"]
+            )
             assert len(jobs(tmp_path)) == sent
             assert device_log(nf, "sw1").count("2 no shutdown GigabitEthernet0/3") == 1
 
-            acknowledged = run(nf.client, "acknowledge_outcome", worker=WORKER, outcome_id=unknown["outcome_id"], note="port is up")
+            acknowledged = run(
+                nf.client, "acknowledge_outcome", worker=WORKER, outcome_id=unknown["outcome_id"], note="port is up"
+            )
             assert acknowledged["result"]["note"] == "port is up" and acknowledged["result"]["acknowledged"]
             assert not run(nf.client, "get_status", worker=WORKER)["result"]["changes"]["outcome_unknown"]
             start_change(nf, "GigabitEthernet0/1")

@@ -116,7 +116,16 @@ def envelope_views(statuses: Dict[str, ChangesStatus], always: bool = False) -> 
 
 
 def outcome_row(worker: str, o: OutcomeUnknown) -> List[Any]:
-    return [worker, o.outcome_id, o.agent, o.run_id, o.tool, ", ".join(o.devices), short_time(o.started), Text(o.reason, style="red")]
+    return [
+        worker,
+        o.outcome_id,
+        o.agent,
+        o.run_id,
+        o.tool,
+        ", ".join(o.devices),
+        short_time(o.started),
+        Text(o.reason, style="red"),
+    ]
 
 
 def breaker_row(worker: str, b: BreakerState) -> List[Any]:
@@ -148,7 +157,9 @@ def reset_breaker(routes: Router, agent: str, note: Optional[str], workers: Opti
     if problem:
         return problem
     state = BreakerState.model_validate(res["result"])
-    return Text(f"agent '{state.agent}' on worker '{target.worker}' may change devices again (breaker reset by {state.reset_by})")
+    return Text(
+        f"agent '{state.agent}' on worker '{target.worker}' may change devices again (breaker reset by {state.reset_by})"
+    )
 
 
 def preview_view(preview: Dict[str, str], title: str) -> RenderableType:

@@ -37,7 +37,9 @@ def test_a_window_is_open_on_its_days_and_past_midnight_on_the_next(window, when
 def test_outside_every_window_the_refusal_names_the_next_one():
     shut = [windows.parse_window("sat 02:00-04:00"), windows.parse_window("wed 23:00-01:00")]
     refusal = windows.refusal(shut, UTC, at("2026-11-30T12:00"), "agent 'ops'")
-    assert refusal.startswith("agent 'ops' change windows (sat 02:00-04:00; wed 23:00-01:00, UTC) are closed now (Mon 12:00)")
+    assert refusal.startswith(
+        "agent 'ops' change windows (sat 02:00-04:00; wed 23:00-01:00, UTC) are closed now (Mon 12:00)"
+    )
     assert refusal.endswith("the next window opens Wed 2026-12-02 23:00 UTC")
     assert windows.refusal(shut, UTC, at("2026-12-03T00:30"), "x") is None
     assert windows.refusal([], UTC, at("2026-12-03T00:30"), "x") is None
@@ -105,8 +107,16 @@ def test_a_digest_covers_every_part_of_the_change():
 
 WORKFLOW = {
     "name": "bring-up",
-    "check": {"service": "nornir", "task": "cli", "kwargs": {"FB": "${switch}", "commands": ["show interfaces ${port}"]}},
-    "change": {"service": "nornir", "task": "cfg", "kwargs": {"FB": "${switch}", "config": ["interface ${port}", "no shutdown"]}},
+    "check": {
+        "service": "nornir",
+        "task": "cli",
+        "kwargs": {"FB": "${switch}", "commands": ["show interfaces ${port}"]},
+    },
+    "change": {
+        "service": "nornir",
+        "task": "cfg",
+        "kwargs": {"FB": "${switch}", "config": ["interface ${port}", "no shutdown"]},
+    },
 }
 
 
@@ -122,7 +132,10 @@ def test_a_workflow_file_passes_every_guard_a_tool_call_passes():
         ({"service": "nornir", "task": "task", "kwargs": {"plugin": "x"}}, "nornir.task cannot be a tool"),
         ({"service": "nornir", "task": "cli", "kwargs": {"run_ttp": "x"}}, "'run_ttp'"),
         ({"service": "nornir", "task": "cli", "kwargs": {"commands": ["show {{ x }}"]}}, "template syntax"),
-        ({"service": "nornir", "task": "cli", "kwargs": {"commands": ["show run"], "FC": "sw"}}, "FB or FL only, not FC"),
+        (
+            {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show run"], "FC": "sw"}},
+            "FB or FL only, not FC",
+        ),
         ({"service": "nornir", "task": "cli", "kwargs": {"commands": ["reload"]}}, "command 'reload' is not allowed"),
         ({"service": "nornir", "task": "cli", "kwargs": {"commands": ["show ${secret}"]}}, "${secret} not declared"),
         ({"service": "nornir", "task": "cli", "args": ["x"]}, "args not allowed"),
@@ -153,7 +166,9 @@ def test_the_lab_pins_its_reviewed_workflows_and_they_pass_their_tools_checks():
         definition = parse_agent(path.stem, yaml.safe_load(path.read_text()))
         for name, workflow in definition.workflows.items():
             text = (lab / workflow.file.removeprefix("nf://")).read_text()
-            assert hashlib.sha256(text.encode()).hexdigest() == workflow.sha256, f"{path.name} {name}: pin the reviewed file"
+            assert hashlib.sha256(text.encode()).hexdigest() == workflow.sha256, (
+                f"{path.name} {name}: pin the reviewed file"
+            )
             allowed = commands.compile_commands(workflow.allow_commands or list(commands.READ_ONLY_COMMANDS))
             check_workflow(yaml.safe_load(text), set(workflow.input_schema["properties"]), allowed, "its allow-list")
             pinned += 1

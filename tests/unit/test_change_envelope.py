@@ -78,8 +78,17 @@ def test_a_tool_window_applies_on_top_of_the_agent_window(tmp_path):
 
 def change(job, devices, run="run-a", session="s-1"):
     return OutcomeUnknown(
-        outcome_id=job, job_uuid=job, run_id=run, agent="ops", worker="hermes-1", session_id=session,
-        tool="enable_port", target="nornir.cfg on all", devices=devices, started="2026-11-30T09:00:00", reason="x",
+        outcome_id=job,
+        job_uuid=job,
+        run_id=run,
+        agent="ops",
+        worker="hermes-1",
+        session_id=session,
+        tool="enable_port",
+        target="nornir.cfg on all",
+        devices=devices,
+        started="2026-11-30T09:00:00",
+        reason="x",
     )
 
 
@@ -90,10 +99,15 @@ def test_a_marker_left_by_a_crash_becomes_an_unknown_outcome_that_blocks_its_dev
     control.outcomes.end("job-2")  # its reply was read
     restarted = ChangeControl(tmp_path, "hermes-1")
     [found] = restarted.outcomes.recover()
-    assert (found.job_uuid, found.reason) == ("job-1", "the hermes worker stopped while the change job was in flight; it may or may not have run")
+    assert (found.job_uuid, found.reason) == (
+        "job-1",
+        "the hermes worker stopped while the change job was in flight; it may or may not have run",
+    )
     assert restarted.outcomes.recover() == [], "a marker becomes a record once"
     assert restarted.refusal("ops", ChangePolicy(), "t", [], ["sw2"]) is None
-    assert "device sw1 has a change of unknown outcome (job job-1, run run-a)" in restarted.refusal("noc", ChangePolicy(), "t", [], ["sw1"])
+    assert "device sw1 has a change of unknown outcome (job job-1, run run-a)" in restarted.refusal(
+        "noc", ChangePolicy(), "t", [], ["sw1"]
+    )
     assert [c.job_uuid for c in ChangeControl(tmp_path, "hermes-1").outcomes.pending(run_id="run-a")] == ["job-1"]
     acknowledged = restarted.acknowledge("job-1", "op-1", "port is up")
     assert (acknowledged.acknowledged_by, acknowledged.note) == ("op-1", "port is up")
@@ -104,17 +118,36 @@ def test_a_marker_left_by_a_crash_becomes_an_unknown_outcome_that_blocks_its_dev
 
 BASE = {"instructions": "x", "toolsets": ["norfab"]}
 READ = {"norfab": {"service": "nornir", "task": "cli"}}
-CHANGE = {"approval": True, "input_schema": {"type": "object", "properties": {"FB": {}}}, "norfab": {"service": "nornir", "task": "cfg"}}
+CHANGE = {
+    "approval": True,
+    "input_schema": {"type": "object", "properties": {"FB": {}}},
+    "norfab": {"service": "nornir", "task": "cfg"},
+}
 
 
 @pytest.mark.parametrize(
     "tools, error",
     [
-        ({"t": {**READ, "verify": {"tool": "t", "expect": {"contains": ["x"]}}}}, "field 'tools.t': Value error, verify: only for tools that change devices"),
-        ({"t": {**CHANGE, "norfab": {"service": "nornir", "task": "cli"}, "preview": {"dry_run": True}}}, "preview dry_run is nornir cfg's dry run"),
-        ({"t": {**CHANGE, "verify": {"tool": "t", "expect": {"contains": ["x"]}}}}, "tools.t.verify: 't' is not a read-only tool of this agent"),
-        ({"r": READ, "t": {**CHANGE, "verify": {"tool": "r", "arguments": ["port"], "expect": {"contains": ["x"]}}}}, "tools.t: preview, verify or rollback use port"),
-        ({"r": READ, "t": {**CHANGE, "rollback": {"commands": ["interface ${port}"]}}}, "use port, not arguments in its input_schema"),
+        (
+            {"t": {**READ, "verify": {"tool": "t", "expect": {"contains": ["x"]}}}},
+            "field 'tools.t': Value error, verify: only for tools that change devices",
+        ),
+        (
+            {"t": {**CHANGE, "norfab": {"service": "nornir", "task": "cli"}, "preview": {"dry_run": True}}},
+            "preview dry_run is nornir cfg's dry run",
+        ),
+        (
+            {"t": {**CHANGE, "verify": {"tool": "t", "expect": {"contains": ["x"]}}}},
+            "tools.t.verify: 't' is not a read-only tool of this agent",
+        ),
+        (
+            {"r": READ, "t": {**CHANGE, "verify": {"tool": "r", "arguments": ["port"], "expect": {"contains": ["x"]}}}},
+            "tools.t: preview, verify or rollback use port",
+        ),
+        (
+            {"r": READ, "t": {**CHANGE, "rollback": {"commands": ["interface ${port}"]}}},
+            "use port, not arguments in its input_schema",
+        ),
         ({"t": {**CHANGE, "verify": {"tool": "t", "expect": {}}}}, "expect needs contains, absent or matches"),
         ({"t": {**CHANGE, "windows": ["someday 01:00-02:00"]}}, "'someday' is not a day"),
     ],
@@ -130,7 +163,15 @@ def test_a_workflow_tool_pins_an_nf_file_and_takes_no_guarded_variable():
     with pytest.raises(InventoryError, match="sha256 must be 64 lowercase hex digits"):
         parse_agent("ops", {**BASE, "workflows": {"w": {"file": "nf://x.yaml", "sha256": "abc"}}})
     with pytest.raises(InventoryError, match="offers 'tests'"):
-        parse_agent("ops", {**BASE, "workflows": {"w": {"file": "nf://x.yaml", "input_schema": {"type": "object", "properties": {"tests": {}}}}}})
+        parse_agent(
+            "ops",
+            {
+                **BASE,
+                "workflows": {
+                    "w": {"file": "nf://x.yaml", "input_schema": {"type": "object", "properties": {"tests": {}}}}
+                },
+            },
+        )
     with pytest.raises(InventoryError, match="w named both under tools and under workflows"):
         parse_agent("ops", {**BASE, "tools": {"w": READ}, "workflows": {"w": {"file": "nf://x.yaml"}}})
 

@@ -23,9 +23,7 @@ class ChangeTasks:
         """
         return Result(result=self.running_host().reset_breaker(agent, client_of(job), note).model_dump())
 
-    @HermesTask(
-        input=AcknowledgeInput, output=ChangeOutcomeResult, fastapi=REST, mcp=False, agent={"enabled": False}
-    )
+    @HermesTask(input=AcknowledgeInput, output=ChangeOutcomeResult, fastapi=REST, mcp=False, agent={"enabled": False})
     def acknowledge_outcome(self, job: Job, outcome_id: str, note: Optional[str] = None) -> Result:
         """
         Acknowledge a change whose outcome nobody knows (its worker stopped, or its tool stopped waiting,

@@ -340,7 +340,12 @@ class ChangeRunner:
 
 
 def header(built: Built) -> str:
-    return f" by workflow (sha256 {built.sha256[:16]})" if built.sha256 else ""
+    """What the operator reads of a workflow above its preview: the file's digest and the steps it runs."""
+    if not built.sha256:
+        return ""
+    flow = built.kwargs["workflow"]
+    steps = [f"{name} {step['service']}.{step['task']}" for name, step in flow.items() if isinstance(step, dict)]
+    return f" by workflow {flow.get('name')} (sha256 {built.sha256[:16]}; steps: {', '.join(steps)})"
 
 
 def rollback_argument(spec: Any) -> str:
