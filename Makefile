@@ -8,7 +8,7 @@ endif
 export UV_COMPILE_BYTECODE := 1
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: env test test-hard lint demo shell docs bench eval clean install-check
+.PHONY: env test test-unit test-hard lint demo shell docs bench eval clean install-check
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -22,6 +22,10 @@ env: .venv/.synced
 
 test: env
 	$(RUN) pytest -q
+
+# the pure logic alone, with fakes: no NorFab, no Hermes, seconds (they also run in make test)
+test-unit: env
+	$(RUN) pytest -q tests/unit
 
 # the adversarial cases alone (they also run in make test)
 test-hard: env

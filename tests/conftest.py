@@ -1,6 +1,11 @@
 """
 Shared fixtures: a real NorFab (broker, workers) built in a temporary
 directory, and the package's scripted model. Only the model is scripted.
+
+A test module says what its NorFab runs in a module constant ``LAB`` (a
+:class:`Lab`); the ``lab`` fixture starts it once per module and yields
+``(nf, base)``, ``nf`` yields the NorFab alone. A module whose NorFab needs
+more (another service, files made before the start) defines its own ``lab``.
 """
 
 import builtins
@@ -10,14 +15,12 @@ import os
 import sqlite3
 import zlib
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 from unittest import mock
 
 import pytest
-from norfab.clients.nfcli_shell.nfcli_shell_client import NorFabShell, mount_shell_plugins
-from picle import App
-from picle import picle as picle_module
 
 from norfab_hermes.testing.embedded import free_port, hermes_worker, network, wait_for_workers  # noqa: F401
 from norfab_hermes.testing.embedded import running_norfab as norfab  # noqa: F401
@@ -38,6 +41,27 @@ def run(client: Any, task: str, worker: str = "any", job_timeout: float = 60, **
     return next(iter(reply.values()))
 
 
+def ok(res: Dict[str, Any]) -> Any:
+    """The result of a Result dict that did not fail."""
+    assert not res["failed"], res["errors"]
+    return res["result"]
+
+
+def invoke(
+    nf: Any,
+    agent: str,
+    instructions: str,
+    session_id: Optional[str] = None,
+    worker: str = "any",
+    job_timeout: float = 120,
+    **kwargs: Any,
+) -> Dict[str, Any]:
+    """One agent turn that must not fail; its result (response, run_id, session_id, stop_reason, tool_calls, ...)."""
+    if session_id is not None:
+        kwargs["session_id"] = session_id
+    return ok(run(nf.client, "invoke", worker, job_timeout, agent=agent, instructions=instructions, **kwargs))
+
+
 def start_invoke(client: Any, worker: str, **kwargs: Any) -> tuple:
     """Submit an invoke and wait for its first event; returns (future, run_id)."""
     future = client.submit_job("hermes", "invoke", kwargs=kwargs, workers=worker, timeout=120)
@@ -50,7 +74,8 @@ def start_invoke(client: Any, worker: str, **kwargs: Any) -> tuple:
 
 def result_of(future: Any, worker: str, timeout: float = 60) -> Dict[str, Any]:
     reply = future.result(timeout=timeout)
-    assert reply and worker in reply, reply
+    assert reply, reply
+    assert worker in reply, reply
     return reply[worker]
 
 
@@ -58,8 +83,13 @@ PLUGINS = {"hermes": {"nfcli": {"mount_path": "hermes", "shell_model": "norfab_h
 
 
 @contextmanager
-def hermes_shell(nf: Any) -> Iterator[App]:
+def hermes_shell(nf: Any) -> Iterator[Any]:
     """nfcli's root shell with the hermes plugin mounted the way start_picle_shell does it."""
+    # imported here: nfcli's shell takes seconds to import, and the unit tests never need it
+    from norfab.clients.nfcli_shell.nfcli_shell_client import NorFabShell, mount_shell_plugins
+    from picle import App
+    from picle import picle as picle_module
+
     nf.inventory.plugins = PLUGINS  # what NorFabInventory loads from the inventory's 'plugins:' key
     builtins.NFCLIENT = nf.client
     console, width = picle_module.RICHCONSOLE, picle_module.RICHCONSOLE.width
@@ -75,16 +105,57 @@ def hermes_shell(nf: Any) -> Iterator[App]:
             del builtins.NFCLIENT
 
 
-def lab_workers(url: str) -> Dict[str, dict]:
-    """Two hermes workers sharing the agent name 'interfaces': hermes-lab-1 (interfaces, routing), hermes-lab-2 (interfaces, bgp)."""
+@dataclass(frozen=True)
+class Lab:
+    """
+    What a test module's NorFab runs (its module constant ``LAB``).
 
-    def agents(*names: str) -> Dict[str, dict]:
-        return {name: {"instructions": f"You are the {name} agent."} for name in names}
+    Args:
+        workers: hermes workers by name, each with its agent definitions by name.
+        hosts: FakeNOS ``cisco_ios`` devices on 127.0.0.1 and ``nornir-worker-1`` over them; none: no network.
+        devices: FakeNOS device models by host (e.g. a device that prints secrets).
+        settings: hermes worker inventory settings, for every hermes worker.
+        files: more files under the NorFab base directory, by path.
+        env: environment variables set while the lab runs (e.g. an API key an agent names).
+    """
 
-    return {
-        "hermes-lab-1": hermes_worker(url, agents("interfaces", "routing")),
-        "hermes-lab-2": hermes_worker(url, agents("interfaces", "bgp")),
-    }
+    workers: Dict[str, Dict[str, Any]]
+    hosts: Tuple[str, ...] = ()
+    devices: Optional[Dict[str, dict]] = None
+    settings: Dict[str, Any] = field(default_factory=dict)
+    files: Dict[str, Any] = field(default_factory=dict)
+    env: Dict[str, str] = field(default_factory=dict)
+
+
+def _agents(*names: str) -> Dict[str, dict]:
+    return {name: {"instructions": f"You are the {name} agent."} for name in names}
+
+
+# Two hermes workers sharing the agent name 'interfaces': hermes-lab-1 (interfaces, routing), hermes-lab-2 (interfaces, bgp).
+TWO_WORKERS = Lab(
+    workers={"hermes-lab-1": _agents("interfaces", "routing"), "hermes-lab-2": _agents("interfaces", "bgp")}
+)
+
+
+@pytest.fixture(scope="module")
+def lab(request: pytest.FixtureRequest, model: ScriptedModelServer, tmp_path_factory: Any) -> Iterator[Tuple[Any, Path]]:
+    """A real NorFab for the test module, as its ``LAB`` says; yields (nf, its base directory)."""
+    spec = getattr(request.module, "LAB", None)
+    assert isinstance(spec, Lab), f"{request.module.__name__} uses the lab: say what it runs in LAB = Lab(...)"
+    hermes = {name: hermes_worker(model.base_url, agents, **spec.settings) for name, agents in spec.workers.items()}
+    workers, files = network(list(spec.hosts), models=spec.devices, users=hermes) if spec.hosts else (hermes, {})
+    base = tmp_path_factory.mktemp("lab")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in spec.env.items():
+            patch.setenv(name, value)
+        with norfab(base, workers, {**files, **spec.files}) as nf:
+            yield nf, base
+
+
+@pytest.fixture(scope="module")
+def nf(lab: Tuple[Any, Path]) -> Any:
+    """The test module's NorFab (see ``lab``)."""
+    return lab[0]
 
 
 def last_job(client: Any, task: str) -> Dict[str, Any]:

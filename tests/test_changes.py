@@ -157,11 +157,6 @@ def lab(model, tmp_path_factory):
         yield nf, base
 
 
-@pytest.fixture(scope="module")
-def nf(lab):
-    return lab[0]
-
-
 app = test_shell.app  # nfcli's shell with the hermes plugin mounted, over this module's nf
 
 

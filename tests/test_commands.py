@@ -1,16 +1,12 @@
 """Native slash commands through the gateway, never a shell."""
 
 import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, run
 
 WORKER = "hermes-worker-1"
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    agents = {"alpha": {"instructions": "You are ALPHA.", "hermes": {"model": {"default": "alpha-model"}}}}
-    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: hermes_worker(model.base_url, agents)}) as nf:
-        yield nf
+LAB = Lab(workers={WORKER: {"alpha": {"instructions": "You are ALPHA.", "hermes": {"model": {"default": "alpha-model"}}}}})
 
 
 def command(nf, text, session_id=None):
@@ -20,13 +16,15 @@ def command(nf, text, session_id=None):
 def test_help_lists_native_commands(nf):
     res = command(nf, "/help")
     assert not res["failed"], res["errors"]
-    assert "/status" in res["result"]["response"] and "/usage" in res["result"]["response"]
+    assert "/status" in res["result"]["response"]
+    assert "/usage" in res["result"]["response"]
 
 
 def test_status_and_usage_describe_the_session(nf):
     session_id = run(nf.client, "invoke", agent="alpha", instructions="hello")["result"]["session_id"]
     status = command(nf, "/status", session_id)["result"]
-    assert session_id in status["response"] and "alpha-model" in status["response"]
+    assert session_id in status["response"]
+    assert "alpha-model" in status["response"]
     assert status["session_id"] == session_id
     usage = command(nf, "/usage", session_id)["result"]
     assert "token" in usage["response"].lower()
@@ -42,7 +40,8 @@ def test_title_names_the_session(nf):
 def test_new_starts_a_fresh_session_in_the_chat(nf):
     session_id = run(nf.client, "invoke", agent="alpha", instructions="old conversation")["result"]["session_id"]
     new = command(nf, "/new", session_id)["result"]
-    assert new["session_id"] and new["session_id"] != session_id
+    assert new["session_id"]
+    assert new["session_id"] != session_id
 
 
 def test_supported_commands_are_published(nf):
@@ -60,4 +59,5 @@ def test_unsupported_or_dangerous_commands_are_refused(nf, text):
 
 def test_arguments_that_change_settings_are_refused(nf):
     res = command(nf, "/memory approval off")
-    assert res["failed"] and "use '/memory' or '/memory pending'" in res["errors"][0]
+    assert res["failed"]
+    assert "use '/memory' or '/memory pending'" in res["errors"][0]

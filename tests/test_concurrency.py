@@ -4,25 +4,16 @@ import concurrent.futures
 import json
 import uuid
 
-import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, invoke, run
 
 WORKER = "hermes-worker-1"
 AGENTS = ("alpha", "beta", "gamma")
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    agents = {name: {"instructions": f"You are {name.upper()}."} for name in AGENTS}
-    inventory = hermes_worker(model.base_url, agents, max_concurrent_runs=5)
-    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: inventory}) as nf:
-        yield nf
-
-
-def invoke(nf, agent, text, session_id=None):
-    res = run(nf.client, "invoke", job_timeout=120, agent=agent, instructions=text, session_id=session_id)
-    assert not res["failed"], res["errors"]
-    return res["result"]
+LAB = Lab(
+    workers={WORKER: {name: {"instructions": f"You are {name.upper()}."} for name in AGENTS}},
+    settings={"max_concurrent_runs": 5},
+)
 
 
 def test_ten_concurrent_invokes_across_three_agents_stay_apart(nf, model):
@@ -35,12 +26,14 @@ def test_ten_concurrent_invokes_across_three_agents_stay_apart(nf, model):
         )
     assert len({r["session_id"] for r in firsts}) == 10
     for (agent, token), first, second in zip(tokens, firsts, seconds):
-        assert first["agent"] == agent and first["stop_reason"] == "completed"
+        assert first["agent"] == agent
+        assert first["stop_reason"] == "completed"
         assert second["response"] == f"ECHO: again {token}"
         assert second["session_id"] == first["session_id"]
         body = next(b for b in model.model.completions() if f"again {token}" in json.dumps(b["messages"][-1]))
         history = json.dumps(body["messages"])
-        assert token in history and body["messages"][0]["content"].startswith(f"You are {agent.upper()}")
+        assert token in history
+        assert body["messages"][0]["content"].startswith(f"You are {agent.upper()}")
         others = [t for _, t in tokens if t != token]
         assert not any(other in history for other in others)
 

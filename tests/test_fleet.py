@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from conftest import hermes_shell, hermes_worker, network, network_jobs, norfab, run, start_invoke
+from conftest import hermes_shell, hermes_worker, invoke, network, network_jobs, norfab, ok, run, start_invoke
 from test_shell import nfcli
 
 from norfab_hermes.routing import Hermes, RoutingError
@@ -140,15 +140,6 @@ def fleet(tmp_path_factory):
         yield Fleet(nf, base, process, namespace, why)
 
 
-def ok(res):
-    assert not res["failed"], res["errors"]
-    return res["result"]
-
-
-def invoke(nf, worker, agent, text, **kwargs):
-    return ok(run(nf.client, "invoke", worker=worker, job_timeout=120, agent=agent, instructions=text, **kwargs))
-
-
 def sessions(nf, worker, agent):
     return {s["session_id"] for s in ok(run(nf.client, "get_sessions", worker=worker, agent=agent))}
 
@@ -156,9 +147,11 @@ def sessions(nf, worker, agent):
 def test_the_second_worker_is_a_process_of_its_own_started_from_its_own_folder(fleet):
     status = {w: ok(run(fleet.nf.client, "get_status", worker=w)) for w in (W1, W2)}
     # nfcli starts the worker as its child, in the process group the test started
-    assert os.getpgid(status[W2]["pid"]) == fleet.process.pid and os.getpgid(status[W1]["pid"]) != fleet.process.pid
+    assert os.getpgid(status[W2]["pid"]) == fleet.process.pid
+    assert os.getpgid(status[W1]["pid"]) != fleet.process.pid
     assert status[W2]["hermes_home"].startswith(str(fleet.base / "core-host")), status[W2]["hermes_home"]
-    assert set(status[W2]["agents"]) == set(W2_AGENTS) and all(status[W2]["agents"].values()), status[W2]
+    assert set(status[W2]["agents"]) == set(W2_AGENTS), status[W2]
+    assert all(status[W2]["agents"].values()), status[W2]
 
 
 def test_a_delegated_question_returns_the_other_agents_finding_with_its_lineage(fleet):
@@ -173,8 +166,12 @@ def test_a_delegated_question_returns_the_other_agents_finding_with_its_lineage(
     assert (call["tool"], call["service"], call["task"], call["workers"], call["status"]) == (
         "ask_routing", "hermes", "invoke", W2, "completed"
     )
-    assert child["agent"] == "routing" and child["worker"] == W2 and child["stop_reason"] == "completed"
-    assert child["run_id"] and child["session_id"] and call["job_uuid"]
+    assert child["agent"] == "routing"
+    assert child["worker"] == W2
+    assert child["stop_reason"] == "completed"
+    assert child["run_id"]
+    assert child["session_id"]
+    assert call["job_uuid"]
     # the child's progress showed in the parent's job events, as it happened
     assert f"delegate ask_routing asking agent 'routing' on {W2}" in events
     assert f"routing@{W2}: run {child['run_id']} started on agent 'routing'" in events
@@ -182,30 +179,33 @@ def test_a_delegated_question_returns_the_other_agents_finding_with_its_lineage(
     # the child ran on worker 2, reached the device, and knows who asked
     asked = ok(run(nf.client, "get_run", worker=W2, agent="routing", run_id=child["run_id"]))["result"]
     assert asked["lineage"] == {"parent_run_id": run_id, "root_run_id": run_id, "depth": 1, "chain": [f"interfaces@{W1}"]}
-    assert asked["session_id"] == child["session_id"] and asked["response"] in result["response"]
+    assert asked["session_id"] == child["session_id"]
+    assert asked["response"] in result["response"]
     assert any(kwargs.get("commands") == ["show clock"] for _, kwargs in network_jobs(fleet.base))
 
 
 def test_the_depth_limit_refuses_before_anything_is_sent(fleet):
     nf = fleet.nf
     hop4_before = sessions(nf, W2, "hop4")
-    result = invoke(nf, W1, "hop1", "pass it on")
+    result = invoke(nf, "hop1", "pass it on", worker=W1)
     # hop1@w1 -> hop2@w2 -> hop3@w1, whose question would be a third level (default max_delegation_depth 2)
     assert "delegation depth limit reached: this run is 2 deep and agent 'hop3' allows 2" in result["response"]
-    assert result["tool_calls"][0]["delegated"]["agent"] == "hop2" and result["stop_reason"] == "completed"
+    assert result["tool_calls"][0]["delegated"]["agent"] == "hop2"
+    assert result["stop_reason"] == "completed"
     assert sessions(nf, W2, "hop4") == hop4_before, "hop4 was asked past the depth limit"
 
 
 def test_a_cycle_is_refused_before_dispatch_and_by_the_asked_worker(fleet):
     nf = fleet.nf
     triage_before = sessions(nf, W1, "triage")
-    result = invoke(nf, W1, "triage", "pass it on")
+    result = invoke(nf, "triage", "pass it on", worker=W1)
     assert f"asking triage@{W1} would go round in a circle (triage@{W1} -> core@{W2} -> triage@{W1})" in result["response"]
     assert len(sessions(nf, W1, "triage") - triage_before) == 1, "triage was asked again inside its own lineage"
     # a caller that forges a lineage around the checks meets the asked worker's own check
     forged = {"parent_run_id": "x", "root_run_id": "x", "depth": 1, "chain": [f"core@{W2}"]}
     res = run(nf.client, "invoke", worker=W2, agent="core", instructions="hello", lineage=forged)
-    assert res["failed"] and "a delegation cycle is refused" in res["errors"][0]
+    assert res["failed"]
+    assert "a delegation cycle is refused" in res["errors"][0]
 
 
 def test_finding_4_a_lineage_is_the_asking_workers_word_not_the_callers(fleet):
@@ -214,12 +214,14 @@ def test_finding_4_a_lineage_is_the_asking_workers_word_not_the_callers(fleet):
     # a parent run that never existed
     forged = {"parent_run_id": "nope", "root_run_id": "nope", "depth": 1, "chain": [f"routing@{W2}"]}
     res = run(nf.client, "invoke", worker=W1, agent="edge", instructions="hello", lineage=forged)
-    assert res["failed"] and f"run 'nope' of agent 'routing' is not known on worker '{W2}'" in res["errors"][0], res
+    assert res["failed"], res
+    assert f"run 'nope' of agent 'routing' is not known on worker '{W2}'" in res["errors"][0], res
     # a real run, whose agent never asked: routing has no delegate for edge
     future, run_id = start_invoke(nf.client, W2, agent="routing", instructions="SLEEP 6")
     forged = {"parent_run_id": run_id, "root_run_id": run_id, "depth": 1, "chain": [f"routing@{W2}"]}
     res = run(nf.client, "invoke", worker=W1, agent="edge", instructions="hello", lineage=forged)
-    assert res["failed"] and f"has no delegate for agent 'edge' on worker '{W1}'" in res["errors"][0], res
+    assert res["failed"], res
+    assert f"has no delegate for agent 'edge' on worker '{W1}'" in res["errors"][0], res
     future.result(timeout=60)
     assert sessions(nf, W1, "edge") == edge_before, "a run was made for the forged lineage"
     log = (fleet.base / "__norfab__" / "logs" / f"worker-{W1}.jsonl").read_text()
@@ -246,12 +248,14 @@ def test_the_asked_agents_approval_goes_to_the_callers_operator_and_only_to_one(
     result = ok(future.result(timeout=30)[W1])
     [question] = questions
     # a change: its devices and digest head the question, which ends as every approval does
-    assert question.startswith(f"[fixer on {W2}, asked by interfaces] Change ") and " on r1." in question
+    assert question.startswith(f"[fixer on {W2}, asked by interfaces] Change ")
+    assert " on r1." in question
     assert question.endswith("""Agent 'fixer' wants to run tool clear_counters (nornir.cli) with {"FB": "r1"}. Allow?""")
-    assert '"ok": true' in result["response"] and cleared() == before + 1
+    assert '"ok": true' in result["response"]
+    assert cleared() == before + 1
 
     # a caller nobody answers for: the asked agent is not interactive either, and changes nothing
-    result = invoke(nf, W1, "interfaces", "Get r1 fixed")
+    result = invoke(nf, "interfaces", "Get r1 fixed", worker=W1)
     assert "this run is not interactive, so the operator cannot be asked" in result["response"], result["response"]
     assert cleared() == before + 1
 
@@ -259,13 +263,15 @@ def test_the_asked_agents_approval_goes_to_the_callers_operator_and_only_to_one(
 def test_the_child_gets_less_than_the_parents_remaining_budget_and_stops_before_it(fleet):
     nf = fleet.nf
     started = time.time()
-    result = invoke(nf, W1, "interfaces", 'CALL ask_routing {"question": "SLEEP 60"}', timeout=25)
+    result = invoke(nf, "interfaces", 'CALL ask_routing {"question": "SLEEP 60"}', timeout=25, worker=W1)
     took = time.time() - started
     [call] = result["tool_calls"]
-    assert call["delegated"]["stop_reason"] == "run_timeout" and call["status"] == "failed"
+    assert call["delegated"]["stop_reason"] == "run_timeout"
+    assert call["status"] == "failed"
     assert "stopped without finishing: run_timeout" in call["error"]
     assert call["duration"] < 25 - 3, f"the child ran {call['duration']}s of the parent's 25 s"
-    assert result["stop_reason"] == "completed" and took < 25, f"the parent took {took:.1f}s of its 25 s budget"
+    assert result["stop_reason"] == "completed", f"the parent took {took:.1f}s of its 25 s budget"
+    assert took < 25, f"the parent took {took:.1f}s of its 25 s budget"
 
 
 def test_interrupting_the_parent_interrupts_the_child(fleet):
@@ -285,7 +291,8 @@ def test_interrupting_the_parent_interrupts_the_child(fleet):
     assert time.time() - interrupted < 15
     assert result["stop_reason"] == "interrupted"
     child = ok(run(nf.client, "get_run", worker=W2, agent="routing", run_id=child_id))
-    assert child["state"] == "finished" and child["stop_reason"] == "interrupted", child
+    assert child["state"] == "finished", child
+    assert child["stop_reason"] == "interrupted", child
 
 
 def test_concurrent_load_across_both_workers_without_cross_talk(fleet):
@@ -306,7 +313,8 @@ def test_concurrent_load_across_both_workers_without_cross_talk(fleet):
         thread.join(120)
     for key, agent, worker, text in jobs:
         result = ok(replies[key])
-        assert result["worker"] == worker and result["agent"] == agent
+        assert result["worker"] == worker
+        assert result["agent"] == agent
         tokens = set(re.findall(r"token-[\w-]+", result["response"]))
         assert tokens == {f"token-{key}"}, (key, result["response"])
 
@@ -318,13 +326,15 @@ def test_hermes_native_subagents_work_inside_the_run_and_its_budgets(fleet):
     events = [e["message"] for e in future.events(timeout=60)]
     result = ok(future.result(timeout=30)[W1])
     # the subagent ran within the turn (not in the background, after the run) and its tool call is the run's
-    assert re.search(r'"summary": "r1: \*?[\d:.]+ UTC', result["response"]) and '"mode": "background"' not in result["response"]
+    assert re.search(r'"summary": "r1: \*?[\d:.]+ UTC', result["response"])
+    assert '"mode": "background"' not in result["response"]
     assert [(c["tool"], c["status"]) for c in result["tool_calls"]] == [("show_clock", "completed"), ("delegate_task", "completed")]
-    assert result["tool_calls"][0]["job_uuid"] and "tool show_clock calling nornir.cli" in events
+    assert result["tool_calls"][0]["job_uuid"]
+    assert "tool show_clock calling nornir.cli" in events
     assert len([m for m in events if m.startswith("model request")]) == 4  # the subagent's model calls count too
 
     # lead may make one NorFab call per run: with its own made, its subagent's is refused, not sent
-    result = invoke(nf, W1, "lead", "Clock, then split the work on r1")
+    result = invoke(nf, "lead", "Clock, then split the work on r1", worker=W1)
     calls = [(c["tool"], c["status"], c["error"]) for c in result["tool_calls"]]
     assert calls[:2] == [
         ("show_clock", "completed", None),
@@ -339,9 +349,11 @@ def test_the_shell_shows_both_workers_and_chat_switches_across_processes(fleet):
     nf = fleet.nf
     with hermes_shell(nf) as app:
         out = nfcli(app, "hermes agents")
-        assert re.search(rf"{W1}\s+│\s+interfaces\s+│\s+yes", out) and re.search(rf"{W2}\s+│\s+routing\s+│\s+yes", out), out
+        assert re.search(rf"{W1}\s+│\s+interfaces\s+│\s+yes", out), out
+        assert re.search(rf"{W2}\s+│\s+routing\s+│\s+yes", out), out
         out = nfcli(app, "hermes status")
-        assert re.search(rf"{W1}\s+│\s+yes", out) and re.search(rf"{W2}\s+│\s+yes", out), out
+        assert re.search(rf"{W1}\s+│\s+yes", out), out
+        assert re.search(rf"{W2}\s+│\s+yes", out), out
         out = nfcli(app, f'hermes invoke interfaces "Ask routing about r1" workers {W1}')
         assert f"invoking agent 'interfaces' on worker '{W1}'" in out
         assert re.search(rf"INFO +routing@{W2}: tool show_clock completed", out), out  # the child's progress, live
@@ -349,7 +361,8 @@ def test_the_shell_shows_both_workers_and_chat_switches_across_processes(fleet):
         prompts = []
         out = nfcli(app, "hermes chat edge", ["hello edge", f"/agent hop4 workers {W2}", "hello hop4", "/exit"], prompts)
     assert prompts == [f"{W1}/edge> "] * 2 + [f"{W2}/hop4> "] * 2
-    assert "ECHO: hello edge" in out and "ECHO: hello hop4" in out
+    assert "ECHO: hello edge" in out
+    assert "ECHO: hello hop4" in out
 
 
 def test_the_second_worker_reaches_the_broker_across_a_real_interface(fleet):
@@ -358,7 +371,7 @@ def test_the_second_worker_reaches_the_broker_across_a_real_interface(fleet):
     ours = os.readlink("/proc/self/ns/net")
     assert os.readlink(f"/proc/{fleet.process.pid}/ns/net") != ours
     before = fleet.namespace.bytes_received()
-    invoke(fleet.nf, W1, "interfaces", "Ask routing about r1")
+    invoke(fleet.nf, "interfaces", "Ask routing about r1", worker=W1)
     assert fleet.namespace.bytes_received() - before > 2000  # the child's events and result crossed the veth pair
 
 
@@ -377,13 +390,15 @@ def test_a_dead_owner_is_named_other_workers_serve_and_it_comes_back_with_its_se
     with pytest.raises(RoutingError, match=rf"agent 'routing' not found.*session '{session_id}' belongs to hermes worker '{W2}'"):
         hermes.invoke("routing", "and then?", session_id=session_id)
     assert ok(hermes.invoke("edge", "still here?", workers=W1))["response"] == "ECHO: still here?"
-    refused = invoke(nf, W1, "interfaces", 'CALL ask_routing {"question": "anyone?"}')
-    assert refused["tool_calls"][0]["status"] == "failed" and f"on {W2} did not answer" in refused["tool_calls"][0]["error"]
+    refused = invoke(nf, "interfaces", 'CALL ask_routing {"question": "anyone?"}', worker=W1)
+    assert refused["tool_calls"][0]["status"] == "failed"
+    assert f"on {W2} did not answer" in refused["tool_calls"][0]["error"]
 
     prefix = fleet.namespace.prefix if fleet.namespace else ()
     with remote_worker(nf, W2, fleet.base / "core-host", prefix=prefix):
         again = ok(hermes.invoke("routing", "what did I ask you to remember?", session_id=session_id))
-        assert again["worker"] == W2 and again["session_id"] == session_id
+        assert again["worker"] == W2
+        assert again["session_id"] == session_id
         messages = ok(run(nf.client, "get_session", worker=W2, agent="routing", session_id=session_id))["messages"]
         assert [m["content"] for m in messages if m["role"] == "user"] == ["remember ALPHA-7", "what did I ask you to remember?"]
         schedules = ok(run(nf.client, "schedule", worker=W2, agent="routing", action="list"))["schedules"]

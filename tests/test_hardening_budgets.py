@@ -10,7 +10,7 @@ import time
 import uuid
 
 import pytest
-from conftest import hermes_worker, network, network_jobs, norfab, run
+from conftest import Lab, invoke, network_jobs, run
 
 from norfab_hermes.testing.scenario import Scenario
 from norfab_hermes.testing.scripted_model import ScriptedModel, ScriptedModelServer
@@ -56,18 +56,7 @@ def model():
         yield server
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1", "r2", "r3"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
-
-
-def invoke(nf, agent, text, **kwargs):
-    res = run(nf.client, "invoke", job_timeout=120, agent=agent, instructions=text, **kwargs)
-    assert not res["failed"], res["errors"]
-    return res["result"]
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r1", "r2", "r3"))
 
 
 def cli_jobs(base):
@@ -80,7 +69,8 @@ def test_max_turns_is_exact(lab, model):
     result = invoke(nf, "turns", "ALTERNATE 1")
     model_calls = len(model.model.completions()) - before
     assert model_calls <= 5, f"{model_calls} model calls for max_turns 5"
-    assert len(result["tool_calls"]) <= 4 and len(cli_jobs(base)) - jobs_before == len(result["tool_calls"])
+    assert len(result["tool_calls"]) <= 4
+    assert len(cli_jobs(base)) - jobs_before == len(result["tool_calls"])
     assert result["stop_reason"] == "max_turns"
 
 
@@ -91,7 +81,8 @@ def test_the_same_call_repeated_stops_the_run(lab):
     assert result["stop_reason"] == "repeated_call"
     assert any("clock was called 3 times with the same arguments" in w for w in result["warnings"])
     statuses = [c["status"] for c in result["tool_calls"]]
-    assert statuses[:2] == ["completed", "completed"] and set(statuses[2:]) == {"refused"}
+    assert statuses[:2] == ["completed", "completed"]
+    assert set(statuses[2:]) == {"refused"}
     assert len(cli_jobs(base)) - jobs_before == 2, "the refused repeat reached the nornir worker"
 
 
@@ -132,7 +123,8 @@ def test_runs_abandoned_on_a_hung_provider_leave_nothing_behind(lab, model):
     while usage() > (baseline[0] + 1, baseline[1] + 2) and time.time() < deadline:
         time.sleep(1)
     threads, files = usage()
-    assert threads <= baseline[0] + 1 and files <= baseline[1] + 2, (baseline, (threads, files))
+    assert threads <= baseline[0] + 1, (baseline, (threads, files))
+    assert files <= baseline[1] + 2, (baseline, (threads, files))
 
 
 def provider_requests(model, since):
@@ -186,4 +178,5 @@ def test_finding_6_hung_runs_at_once_free_their_threads_and_sockets(lab, model, 
     threads, sockets = usage()
     # the provider still holds every request open: only the worker can let go (a stuck turn
     # would keep a thread and a socket per run; one pool thread more is NorFab's job pool)
-    assert threads <= baseline[0] + 1 and sockets <= baseline[1], (baseline, (threads, sockets))
+    assert threads <= baseline[0] + 1, (baseline, (threads, sockets))
+    assert sockets <= baseline[1], (baseline, (threads, sockets))

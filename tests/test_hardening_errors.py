@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, run
 
 pytestmark = pytest.mark.hardening
 
@@ -23,17 +23,16 @@ AGENTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: hermes_worker(model.base_url, AGENTS)}) as nf:
-        yield nf
+LAB = Lab(workers={WORKER: AGENTS})
 
 
 def clean_failure(res, *expected):
     assert res["failed"], res
     [message] = res["errors"]
-    assert "Traceback" not in message and "\n" not in message, message
-    assert "pydantic" not in message and "errors.pydantic.dev" not in message, message
+    assert "Traceback" not in message, message
+    assert "\n" not in message, message
+    assert "pydantic" not in message, message
+    assert "errors.pydantic.dev" not in message, message
     for text in expected:
         assert text in message, message
     return message

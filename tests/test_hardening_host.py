@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 import yaml
-from conftest import find_secrets, hermes_worker, norfab, run
+from conftest import find_secrets, hermes_worker, invoke, norfab, run
 
 pytestmark = pytest.mark.hardening
 
@@ -67,12 +67,6 @@ def agents(nf):
     return {a["name"]: a for a in run(nf.client, "get_agents")["result"]}
 
 
-def invoke(nf, agent, text):
-    res = run(nf.client, "invoke", job_timeout=90, agent=agent, instructions=text)
-    assert not res["failed"], res["errors"]
-    return res["result"]
-
-
 def sent_to_model(model, tag):
     """The newest request body the model got for the turn carrying ``tag``."""
     return next(b for b in reversed(model.model.completions()) if tag in json.dumps(b["messages"]))
@@ -84,7 +78,8 @@ def test_finding_1_a_runtime_agent_gets_no_host_tools(lab, toolsets):
     name = f"shell-{uuid.uuid4().hex[:6]}"
     res = create(nf, name, {"instructions": "You run commands.", "toolsets": toolsets})
     assert res["failed"]
-    assert "reach the worker host" in res["errors"][0] and f"host_tools: {{{name}:" in res["errors"][0]
+    assert "reach the worker host" in res["errors"][0]
+    assert f"host_tools: {{{name}:" in res["errors"][0]
     assert not (root(base) / "profiles" / name).exists(), "a refused agent left its profile behind"
     assert name not in agents(nf)
 
@@ -92,12 +87,15 @@ def test_finding_1_a_runtime_agent_gets_no_host_tools(lab, toolsets):
 def test_finding_1_nf_files_and_clones_cannot_grant_host_tools(lab):
     nf, base = lab
     res = create(nf, "hostile", source="nf://agents/hostile.yaml")
-    assert res["failed"] and "reach the worker host" in res["errors"][0]
+    assert res["failed"]
+    assert "reach the worker host" in res["errors"][0]
     # a clone of the granted agent is another agent: the grant names 'ops' only
     res = run(nf.client, "manage_agent", action="clone", agent="ops-copy", clone_from="ops")
-    assert res["failed"] and "reach the worker host" in res["errors"][0]
+    assert res["failed"]
+    assert "reach the worker host" in res["errors"][0]
     res = run(nf.client, "manage_agent", action="clone", agent="plain-shell", clone_from="plain", definition={"toolsets": ["terminal"]})
-    assert res["failed"] and "reach the worker host" in res["errors"][0]
+    assert res["failed"]
+    assert "reach the worker host" in res["errors"][0]
     for name in ("hostile", "ops-copy", "plain-shell"):
         assert not (root(base) / "profiles" / name).exists(), f"{name} left a profile behind"
 
@@ -148,7 +146,9 @@ def test_finding_2_no_key_is_accepted_anywhere_in_a_definition(lab, field, extra
     nf, base = lab
     name = f"keyed-{uuid.uuid4().hex[:6]}"
     res = create(nf, name, {"instructions": "You hold a key.", **extra})
-    assert res["failed"] and f"'{field}'" in res["errors"][0] and "_env" in res["errors"][0], res["errors"]
+    assert res["failed"], res["errors"]
+    assert f"'{field}'" in res["errors"][0], res["errors"]
+    assert "_env" in res["errors"][0], res["errors"]
     assert not (root(base) / "profiles" / name).exists()
     assert not find_secrets(root(base), [KEY]), "a key reached the worker's disk"
 
@@ -162,7 +162,8 @@ def test_finding_2_host_settings_in_a_definition_are_refused(lab):
         ({"skills": {"inline_shell": True}}, "hermes.skills.inline_shell"),
     ]:
         res = create(nf, f"host-{uuid.uuid4().hex[:6]}", {"instructions": "x", "hermes": hermes})
-        assert res["failed"] and expected in res["errors"][0], res["errors"]
+        assert res["failed"], res["errors"]
+        assert expected in res["errors"][0], res["errors"]
 
 
 def test_finding_3_a_name_with_a_trailing_newline_leaves_nothing(lab):
@@ -170,7 +171,8 @@ def test_finding_3_a_name_with_a_trailing_newline_leaves_nothing(lab):
     before = sorted(p.name for p in (root(base) / "profiles").iterdir())
     for name in ("edge\n", "edge\r", "edge\u2028", " edge"):
         res = create(nf, name, {"instructions": "You are EDGE."})
-        assert res["failed"] and "is not a valid profile name" in res["errors"][0]
+        assert res["failed"]
+        assert "is not a valid profile name" in res["errors"][0]
     assert sorted(p.name for p in (root(base) / "profiles").iterdir()) == before
     assert "edge" not in agents(nf)
 
@@ -180,7 +182,8 @@ def test_finding_3_a_clone_refused_after_copying_leaves_nothing(lab):
     assert agents(nf)["nativeops"]["available"], "the granted native profile is not served"
     # Hermes copies the native profile first; the copy is another agent, not granted the terminal
     res = run(nf.client, "manage_agent", action="clone", agent="native-copy", clone_from="nativeops")
-    assert res["failed"] and "reach the worker host" in res["errors"][0], res["errors"]
+    assert res["failed"], res["errors"]
+    assert "reach the worker host" in res["errors"][0], res["errors"]
     assert not (root(base) / "profiles" / "native-copy").exists(), "the copied profile stayed behind"
     assert "native-copy" not in agents(nf)
 

@@ -7,10 +7,9 @@ worker (its Hermes home, logs, NorFab job and client stores).
 """
 
 import json
-import os
 
 import pytest
-from conftest import DEVICE_SECRETS, HOSTILE_DEVICE, find_secrets, hermes_worker, network, norfab, run
+from conftest import DEVICE_SECRETS, HOSTILE_DEVICE, Lab, find_secrets, run
 
 pytestmark = pytest.mark.hardening
 
@@ -36,16 +35,11 @@ AGENTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    os.environ["NF_HARDENING_KEY"] = API_KEY
-    base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r9"], models={"r9": HOSTILE_DEVICE}, users={WORKER: hermes_worker(model.base_url, AGENTS)})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r9",), devices={"r9": HOSTILE_DEVICE}, env={"NF_HARDENING_KEY": API_KEY})
 
 
-def invoke(nf, instructions):
+def audit(nf, instructions):
+    """Invoke the auditor agent; its Result dict and every job event it sent."""
     future = nf.client.submit_job("hermes", "invoke", kwargs={"agent": "auditor", "instructions": instructions}, workers=WORKER, timeout=90)
     events = list(future.events(timeout=90))
     return future.result(timeout=90)[WORKER], events
@@ -53,7 +47,7 @@ def invoke(nf, instructions):
 
 def test_device_secrets_are_masked_and_the_evidence_kept(lab, model):
     nf, base = lab
-    result, events = invoke(nf, 'CALL show_config {"FB": "r9"}')
+    result, events = audit(nf, 'CALL show_config {"FB": "r9"}')
     response = result["result"]["response"]
     for line in (
         "enable secret 5 ***",
@@ -65,13 +59,14 @@ def test_device_secrets_are_masked_and_the_evidence_kept(lab, model):
         "description uplink {{ norfab.run_job",
     ):
         assert line in response.replace("\\n", "\n"), line
-    yaml_result, yaml_events = invoke(nf, 'CALL show_yaml {"FB": "r9"}')
+    yaml_result, yaml_events = audit(nf, 'CALL show_yaml {"FB": "r9"}')
     assert "password: ***\\nuser: admin" in yaml_result["result"]["response"]
     # the tool result the model read is valid JSON
     tool_messages = [m for b in model.model.completions() for m in b["messages"] if m.get("role") == "tool"]
-    assert tool_messages and all(json.loads(m["content"])["ok"] for m in tool_messages)
+    assert tool_messages
+    assert all(json.loads(m["content"])["ok"] for m in tool_messages)
 
-    failed, failed_events = invoke(nf, "FAIL 401")  # the provider quotes the key back
+    failed, failed_events = audit(nf, "FAIL 401")  # the provider quotes the key back
     assert failed["result"]["stop_reason"] == "provider_error"
     assert any("HTTP 401" in w for w in failed["result"]["warnings"])
 

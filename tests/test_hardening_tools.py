@@ -9,7 +9,7 @@ import time
 import uuid
 
 import pytest
-from conftest import hermes_worker, network, network_jobs, norfab, run
+from conftest import Lab, network_jobs, run
 
 pytestmark = pytest.mark.hardening
 
@@ -52,12 +52,7 @@ AGENTS["auditor"] = {
 }
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r1",))
 
 
 def attempt(nf, model, call):
@@ -80,8 +75,11 @@ def test_finding_1_extra_arguments_cannot_run_code_on_the_network_worker(lab, mo
         if tool == "run_cli":
             arguments["commands"] = ["show clock"]
         result, reply = attempt(nf, model, f"{tool} {json.dumps(arguments)}")
-        assert reply["ok"] is False and "'run_ttp'" in reply["error"] and "never accepted" in reply["error"]
-        assert result["tool_calls"][0]["status"] == "refused" and result["tool_calls"][0]["job_uuid"] is None
+        assert reply["ok"] is False
+        assert "'run_ttp'" in reply["error"]
+        assert "never accepted" in reply["error"]
+        assert result["tool_calls"][0]["status"] == "refused"
+        assert result["tool_calls"][0]["job_uuid"] is None
     assert not marker.exists(), "the TTP macro ran on the nornir worker"
     assert not [kwargs for _, kwargs in network_jobs(base) if "run_ttp" in kwargs]
 
@@ -90,7 +88,8 @@ def test_explicit_schemas_are_closed_and_unknown_arguments_refused(lab, model):
     nf, base = lab
     before = len(network_jobs(base))
     result, reply = attempt(nf, model, 'inspect_clock {"FB": "r1", "add_details": true}')
-    assert reply["ok"] is False and "add_details are not arguments of this tool (it takes: FB)" in reply["error"]
+    assert reply["ok"] is False
+    assert "add_details are not arguments of this tool (it takes: FB)" in reply["error"]
     assert len(network_jobs(base)) == before
 
 
@@ -98,7 +97,8 @@ def test_derived_schemas_never_offer_code_file_or_credential_arguments(lab, mode
     nf, _ = lab
     res = run(nf.client, "get_agent", agent="probe")["result"]
     offered = set(res["tools"]["run_cli"]["parameters"]["properties"])
-    assert "commands" in offered and "FB" in offered
+    assert "commands" in offered
+    assert "FB" in offered
     assert not offered & {"run_ttp", "tf", "dp", "tests", "FO", "job_data", "new_line_char", "diff", "run_creds_retry"}
 
 
@@ -107,7 +107,8 @@ def test_finding_2_norfab_files_cannot_be_read_through_arguments(lab, model):
     before = len(network_jobs(base))
     for url in ("nf://inventory.yaml", "NF://fakenos/lab.yaml", "git://repo/inventory.yaml"):
         result, reply = attempt(nf, model, f'run_cli {json.dumps({"FB": "r1", "commands": [url], "dry_run": True})}')
-        assert reply["ok"] is False and "names a NorFab file" in reply["error"]
+        assert reply["ok"] is False
+        assert "names a NorFab file" in reply["error"]
     assert len(network_jobs(base)) == before, "a file name reached the nornir worker"
 
 
@@ -115,7 +116,8 @@ def test_finding_2_norfab_files_cannot_be_read_through_arguments(lab, model):
 def test_line_separators_cannot_add_commands(lab, model, separator):
     nf, base = lab
     result, reply = attempt(nf, model, f'show_pattern {json.dumps({"FB": "r1", "command": f"show clock{separator}reload"})}')
-    assert reply["ok"] is False and "must be a single line" in reply["error"]
+    assert reply["ok"] is False
+    assert "must be a single line" in reply["error"]
     assert not [kwargs for _, kwargs in network_jobs(base) if "reload" in json.dumps(kwargs)]
 
 
@@ -143,7 +145,9 @@ def test_an_approval_nobody_answers_expires_and_the_call_is_not_made(lab):
     result = future.result(timeout=30)[WORKER]["result"]
     assert asked, "the operator was never asked"
     [call] = result["tool_calls"]
-    assert call["status"] == "refused" and "did not answer within" in call["error"] and call["job_uuid"] is None
+    assert call["status"] == "refused"
+    assert "did not answer within" in call["error"]
+    assert call["job_uuid"] is None
     assert not [kwargs for _, kwargs in network_jobs(base) if kwargs.get("commands") == ["show users"]]
 
 
@@ -158,7 +162,8 @@ def test_two_agents_on_one_device_keep_their_own_evidence(lab):
     for agent, own, other in (("probe", "show clock", "show version"), ("auditor", "show version", "show clock")):
         session = run(nf.client, "get_session", agent=agent, session_id=results[agent]["session_id"])["result"]
         evidence = " ".join(m["content"] or "" for m in session["messages"] if m["role"] == "tool")
-        assert own in evidence and other not in evidence, (agent, evidence[:300])
+        assert own in evidence, (agent, evidence[:300])
+        assert other not in evidence, (agent, evidence[:300])
 
 
 def test_a_result_older_than_the_run_is_marked_stale():
@@ -172,9 +177,11 @@ def test_a_result_older_than_the_run_is_marked_stale():
     fresh = {"nornir-worker-1": {**result, "task_completed": time.ctime(run_started + 1)}}
     old = {"nornir-worker-1": {**result, "task_completed": time.ctime(run_started - 3600)}}
     text, status, _ = ToolRunner(None, 10000, 1).render(spec, "uuid-1", fresh, {"FB": "r1"}, since=run_started)
-    assert status == "completed" and json.loads(text)["collected_at"]
+    assert status == "completed"
+    assert json.loads(text)["collected_at"]
     text, status, error = ToolRunner(None, 10000, 1).render(spec, "uuid-2", old, {"FB": "r1"}, since=run_started)
-    assert status == "failed" and "result is stale" in error
+    assert status == "failed"
+    assert "result is stale" in error
     assert "before this run started" in json.loads(text)["workers"]["nornir-worker-1"]["stale"]
 
 
@@ -218,7 +225,8 @@ def test_finding_7_commands_a_model_chooses_are_read_only_unless_declared(lab, m
         tag = uuid.uuid4().hex[:8]
         result = run(nf.client, "invoke", job_timeout=90, agent=name, instructions=f"{tag} CALL {tool} {json.dumps({'FB': 'r1', 'commands': commands})}")
         call = result["result"]["tool_calls"][0]
-        assert call["status"] == "refused" and "is not allowed by this tool" in call["error"], call
+        assert call["status"] == "refused", call
+        assert "is not allowed by this tool" in call["error"], call
     assert network_jobs(base)[before:] == [], "the command reached the nornir worker"
     run(nf.client, "manage_agent", action="delete", agent=name)
 
@@ -252,4 +260,5 @@ def test_finding_9_no_agent_can_use_the_rest_apis_token_tasks(lab, task):
     for service in ("fastapi", "fastmcp", "api"):
         definition = {"instructions": "x", "toolsets": ["norfab"], "tools": {"t": {"norfab": {"service": service, "task": task}}}}
         res = run(nf.client, "manage_agent", action="create", agent=f"tok-{uuid.uuid4().hex[:6]}", definition=definition)
-        assert res["failed"] and "cannot be a tool" in res["errors"][0], res["errors"]
+        assert res["failed"], res["errors"]
+        assert "cannot be a tool" in res["errors"][0], res["errors"]

@@ -2,18 +2,13 @@
 
 import time
 
-import pytest
-from conftest import hermes_worker, norfab, result_of, run
+from conftest import Lab, result_of, run
 
 WORKER = "hermes-worker-1"
 ASK = 'CALL clarify {"question": "Which device should I check?"}'
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    agents = {"alpha": {"instructions": "You are ALPHA.", "toolsets": ["clarify"], "run_timeout": 60}}
-    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: hermes_worker(model.base_url, agents)}) as nf:
-        yield nf
+LAB = Lab(workers={WORKER: {"alpha": {"instructions": "You are ALPHA.", "toolsets": ["clarify"], "run_timeout": 60}}})
 
 
 def test_interactive_run_asks_the_operator_and_uses_the_answer(nf):

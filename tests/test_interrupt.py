@@ -2,18 +2,15 @@
 
 import time
 
-import pytest
-from conftest import hermes_worker, norfab, result_of, run, start_invoke
+from conftest import Lab, result_of, run, start_invoke
 
 WORKER = "hermes-worker-1"
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    agents = {"alpha": {"instructions": "You are ALPHA."}, "beta": {"instructions": "You are BETA."}}
-    inventory = hermes_worker(model.base_url, agents, max_concurrent_runs=2)
-    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: inventory}) as nf:
-        yield nf
+LAB = Lab(
+    workers={WORKER: {"alpha": {"instructions": "You are ALPHA."}, "beta": {"instructions": "You are BETA."}}},
+    settings={"max_concurrent_runs": 2},
+)
 
 
 def test_interrupt_stops_the_run_within_a_second(nf):
@@ -37,17 +34,20 @@ def test_interrupt_stops_the_run_within_a_second(nf):
 
 def test_interrupting_unknown_or_finished_runs_is_a_clear_error(nf):
     res = run(nf.client, "interrupt", agent="alpha", run_id="nope")
-    assert res["failed"] and res["errors"] == [f"run 'nope' is not running on worker '{WORKER}'"]
+    assert res["failed"]
+    assert res["errors"] == [f"run 'nope' is not running on worker '{WORKER}'"]
 
     done = run(nf.client, "invoke", agent="alpha", instructions="quick")["result"]
     res = run(nf.client, "interrupt", agent="alpha", run_id=done["run_id"])
-    assert res["failed"] and "already finished: completed" in res["errors"][0]
+    assert res["failed"]
+    assert "already finished: completed" in res["errors"][0]
 
 
 def test_interrupt_names_the_runs_real_agent(nf):
     future, run_id = start_invoke(nf.client, WORKER, agent="alpha", instructions="SLEEP 60")
     res = run(nf.client, "interrupt", agent="beta", run_id=run_id)
-    assert res["failed"] and f"run '{run_id}' belongs to agent 'alpha', not 'beta'" in res["errors"][0]
+    assert res["failed"]
+    assert f"run '{run_id}' belongs to agent 'alpha', not 'beta'" in res["errors"][0]
     run(nf.client, "interrupt", agent="alpha", run_id=run_id)
     assert result_of(future, WORKER)["result"]["stop_reason"] == "interrupted"
 
@@ -62,7 +62,8 @@ def test_control_tasks_answer_while_every_run_slot_is_busy(nf):
     status = run(nf.client, "get_status")["result"]
     assert len(status["active_runs"]) == 2
     ack = run(nf.client, "interrupt", agent="alpha", run_id=runs[0][1])
-    assert ack["result"]["interrupted"] and time.time() - started < 2.0
+    assert ack["result"]["interrupted"]
+    assert time.time() - started < 2.0
     assert result_of(runs[0][0], WORKER)["result"]["stop_reason"] == "interrupted"
     # the freed slot serves the queued run
     assert result_of(queued, WORKER)["result"]["response"] == "ECHO: queued"

@@ -3,36 +3,30 @@ invoke through a real NorFab: broker, one hermes worker with two agents
 (native Hermes profiles) and the scripted model.
 """
 
-import os
 import time
 import uuid
 
-import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, run
 
 SECRET = "sk-norfab-test-" + uuid.uuid4().hex
 WORKER = "hermes-worker-1"
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    os.environ["NF_TEST_API_KEY"] = SECRET
-    agents = {
-        "alpha": {
-            "instructions": "You are ALPHA, the interface checker.",
-            "description": "checks interfaces",
-            "hermes": {"model": {"default": "alpha-model", "api_key_env": "NF_TEST_API_KEY"}},
-        },
-        "beta": {
-            "instructions": "You are BETA, the routing checker.",
-            "hermes": {"model": {"default": "beta-model"}},
-            "run_timeout": 3,
-        },
-        "gamma": {"instructions": "You are GAMMA.", "hermes": {"agent": {"api_max_retries": 1}}},
-        "broken": {"instructions": "never served", "bogus": 1},
-    }
-    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: hermes_worker(model.base_url, agents)}) as nf:
-        yield nf
+AGENTS = {
+    "alpha": {
+        "instructions": "You are ALPHA, the interface checker.",
+        "description": "checks interfaces",
+        "hermes": {"model": {"default": "alpha-model", "api_key_env": "NF_TEST_API_KEY"}},
+    },
+    "beta": {
+        "instructions": "You are BETA, the routing checker.",
+        "hermes": {"model": {"default": "beta-model"}},
+        "run_timeout": 3,
+    },
+    "gamma": {"instructions": "You are GAMMA.", "hermes": {"agent": {"api_max_retries": 1}}},
+    "broken": {"instructions": "never served", "bogus": 1},
+}
+LAB = Lab(workers={WORKER: AGENTS}, env={"NF_TEST_API_KEY": SECRET})
 
 
 def request_with(model, token):
@@ -52,7 +46,8 @@ def test_each_agent_gets_its_own_model_and_instructions(nf, model):
         data = res["result"]
         assert data["response"] == f"ECHO: hello {token}"
         assert (data["agent"], data["worker"], data["stop_reason"]) == (agent, WORKER, "completed")
-        assert data["usage"]["api_calls"] == 1 and data["usage"]["total_tokens"] > 0
+        assert data["usage"]["api_calls"] == 1
+        assert data["usage"]["total_tokens"] > 0
         body = request_with(model, token)
         assert body["model"] == model_id
         assert body["messages"][0]["content"].startswith(f"You are {persona}")
@@ -63,7 +58,8 @@ def test_an_agent_never_sends_another_agents_key(nf, model):
     token = uuid.uuid4().hex[:8]
     assert not run(nf.client, "invoke", agent="beta", instructions=f"whose key {token}")["failed"]
     sent = [r["authorization"] for r in model.model.requests if token in str(r["body"])]
-    assert sent and not any(SECRET in str(a) for a in sent), sent
+    assert sent, sent
+    assert not any(SECRET in str(a) for a in sent), sent
 
 
 def test_session_continues_and_a_new_invoke_starts_fresh(nf, model):
@@ -72,7 +68,8 @@ def test_session_continues_and_a_new_invoke_starts_fresh(nf, model):
     second = second["result"]
     assert second["session_id"] == first["session_id"]
     history = str(request_with(model, "and now 2nd")["messages"])
-    assert "remember PINEAPPLE" in history and "ECHO: remember PINEAPPLE" in history
+    assert "remember PINEAPPLE" in history
+    assert "ECHO: remember PINEAPPLE" in history
 
     fresh = run(nf.client, "invoke", agent="alpha", instructions="fresh 3rd")["result"]
     assert fresh["session_id"] != first["session_id"]
@@ -106,7 +103,8 @@ def test_invalid_agent_definition_is_reported_by_name_and_field(nf):
     assert status["agents"] == {"alpha": True, "beta": True, "broken": False, "gamma": True}
     assert any("agent 'broken': unknown key 'bogus'" in error for error in status["errors"])
     res = run(nf.client, "invoke", agent="broken", instructions="hi")
-    assert res["failed"] and "unknown key 'bogus'" in res["errors"][0]
+    assert res["failed"]
+    assert "unknown key 'bogus'" in res["errors"][0]
 
 
 def test_unknown_agent_lists_the_known_ones(nf):
@@ -117,7 +115,8 @@ def test_unknown_agent_lists_the_known_ones(nf):
 
 def test_slash_commands_are_not_instructions(nf):
     res = run(nf.client, "invoke", agent="alpha", instructions="/restart")
-    assert res["failed"] and "use the command task" in res["errors"][0]
+    assert res["failed"]
+    assert "use the command task" in res["errors"][0]
 
 
 def test_get_agents_and_get_agent(nf):
@@ -129,7 +128,8 @@ def test_get_agents_and_get_agent(nf):
 
     alpha = run(nf.client, "get_agent", agent="alpha")["result"]
     assert alpha["instructions"] == "You are ALPHA, the interface checker."
-    assert alpha["run_timeout"] == 300 and alpha["max_turns"] == 20
+    assert alpha["run_timeout"] == 300
+    assert alpha["max_turns"] == 20
     config = alpha["config"]
     assert config["platform_toolsets"] == {"norfab": []}
     assert config["security"]["tirith_enabled"] is False
@@ -143,7 +143,8 @@ def test_api_keys_never_leave_the_worker(nf, model):
     result = future.result(timeout=60)
     # the key did reach the model provider, from the worker's memory (no file holds it)
     authorization = [r["authorization"] for r in model.model.requests if token in str(r["body"])]
-    assert authorization and all(a == f"Bearer {SECRET}" for a in authorization)
+    assert authorization
+    assert all(a == f"Bearer {SECRET}" for a in authorization)
     returned = [
         result,
         events,
@@ -176,9 +177,11 @@ def test_the_reply_streams_as_batched_events_that_add_up_to_the_response(nf, mod
     ended = next(seen for seen, e in events if e["message"] == f"run {result['run_id']} completed")
     # the words came over 2 s; the caller saw them as they came, a few per event, then the run ended
     assert "".join(r["delta"] for _, r in replies) == result["response"] == " ".join(f"word{i}" for i in range(40))
-    assert {r["segment"] for _, r in replies} == {1} and not any(r["replace"] for _, r in replies)
+    assert {r["segment"] for _, r in replies} == {1}
+    assert not any(r["replace"] for _, r in replies)
     assert 3 <= len(replies) <= 15, [r["delta"] for _, r in replies]
-    assert replies[0][0] < ended - 1.0 and replies[0][0] - model.model.first_tokens[-1] < 0.5
+    assert replies[0][0] < ended - 1.0
+    assert replies[0][0] - model.model.first_tokens[-1] < 0.5
     assert all(e["message"] == "reply" for _, e in events if (e.get("extras") or {}).get("reply"))
 
 
@@ -193,18 +196,21 @@ def test_get_run_shows_the_reply_as_far_as_it_got(nf):
         time.sleep(0.1)
     response = state["result"]["response"]
     partial = [text for text in seen if text and text != response]
-    assert partial and all(text.startswith("word0 ") and response.startswith(text) for text in partial), seen
+    assert partial, seen
+    assert all(text.startswith("word0 ") and response.startswith(text) for text in partial), seen
     assert not any(e["message"] == "reply" for e in state["events"])
 
 
 def test_run_shell_cmd_is_refused(nf):
     res = run(nf.client, "run_shell_cmd", command="id")
-    assert res["failed"] and "run_shell_cmd is disabled" in res["errors"][0]
+    assert res["failed"]
+    assert "run_shell_cmd is disabled" in res["errors"][0]
 
 
 def test_get_version_names_the_stack(nf):
     versions = run(nf.client, "get_version")["result"]
-    assert versions["hermes-agent"] == "0.19.0" and versions["norfab"] == "0.25.0"
+    assert versions["hermes-agent"] == "0.19.0"
+    assert versions["norfab"] == "0.25.0"
     assert {"norfab-hermes", "picle", "python"} <= set(versions)
 
 
@@ -220,7 +226,8 @@ def test_model_provider_errors_are_reported_with_their_cause(nf, model):
     assert data["stop_reason"] == "provider_error"
     assert any("HTTP 500" in w for w in data["warnings"]), data["warnings"]
     again = run(nf.client, "interrupt", agent="gamma", run_id=data["run_id"])
-    assert again["failed"] and "already finished: provider_error" in again["errors"][0]
+    assert again["failed"]
+    assert "already finished: provider_error" in again["errors"][0]
 
 
 def test_eight_questions_on_a_default_worker_all_run_at_once(nf):

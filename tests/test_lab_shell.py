@@ -97,8 +97,10 @@ def test_make_shell_in_an_80_column_terminal():
         shell.type("hermes agents\r")
         agents = shell.wait_for(r"└", 60)
         rows = [line for line in agents.splitlines() if line.startswith(("┏", "┃", "┡", "│", "└"))]
-        assert rows and max(len(line) for line in rows) <= COLUMNS, agents
-        assert re.search(r"│ hermes-worker-1 │ interfaces │ yes", agents) and re.search(r"│ hermes-worker-2 │ routing +│", agents)
+        assert rows, agents
+        assert max(len(line) for line in rows) <= COLUMNS, agents
+        assert re.search(r"│ hermes-worker-1 │ interfaces │ yes", agents)
+        assert re.search(r"│ hermes-worker-2 │ routing +│", agents)
 
         shell.type('hermes invoke routing "Why does traffic go through r2?"\r')
         reply = shell.wait_for(r"continue with:", 120)

@@ -1,7 +1,8 @@
 """
-The shape that keeps the package livable: the client side never loads the
-worker or Hermes, only the Hermes room imports Hermes, the eval harness is
-client side, and no module of the package imports another in a circle.
+The shape that keeps the package livable: each room imports only the rooms
+its rule allows (ROOMS), the client side never loads the worker or Hermes,
+only the Hermes room imports Hermes, the eval harness is client side, and no
+module of the package imports another in a circle.
 """
 
 import ast
@@ -9,6 +10,8 @@ import subprocess
 import sys
 from importlib.metadata import distribution
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "norfab_hermes"
 HERMES_ROOM = PACKAGE / "worker" / "hermes"
@@ -42,7 +45,95 @@ def imports(path: Path) -> set:
 MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 
 
+# Which room may import which (besides itself). A room is a package or a
+# module of norfab_hermes, and below worker/ of the worker (see room_of).
+#
+# | room                 | may import                                                         |
+# |----------------------|--------------------------------------------------------------------|
+# | errors, safety       | nothing of the package                                             |
+# | norfab_compat        | errors                                                             |
+# | models               | errors, safety                                                     |
+# | testing              | models, errors, safety                                             |
+# | client side: routing,| the pure rooms (models, errors, safety, norfab_compat) and the     |
+# |   nfcli_shell, nfcli,|   client side; never the worker, never Hermes                      |
+# |   eval               |   (eval also testing: it runs the shipped lab and scripted model)  |
+# | worker/files.py      | nothing of the package                                             |
+# | worker/hermes/       | the pure rooms, worker/files.py                                    |
+# | worker/tools/        | the pure rooms (it reaches NorFab through the worker's client)     |
+# | worker/agents/       | the pure rooms, files, hermes, tools (never runs, schedules, ...)  |
+# | worker/sessions/     | the pure rooms, files, hermes                                      |
+# | worker/runs/         | the pure rooms, files, hermes, tools, agents, sessions             |
+# | worker/schedules/    | the pure rooms, files, hermes, tools, agents, sessions, runs       |
+# | worker/host.py       | every room below it: the pure rooms and files ... schedules        |
+# | worker/tasks/        | the pure rooms and the worker rooms below host.py but hermes       |
+# | worker wiring        | everything in the worker (hermes_worker.py, worker/__init__.py)    |
+#
+# So nothing below worker/host.py imports host.py, hermes_worker.py or
+# worker/tasks/; the tasks reach Hermes only through the host.
+PURE = {"errors", "safety", "models", "norfab_compat"}
+CLIENT = {"routing", "nfcli_shell", "nfcli", "eval"}
+BELOW_HOST = {"files", "hermes", "tools", "agents", "sessions", "runs", "schedules"}
+ROOMS = {
+    "errors": set(),
+    "safety": set(),
+    "norfab_compat": {"errors"},
+    "models": {"errors", "safety"},
+    "testing": {"models", "errors", "safety"},
+    **{room: PURE | CLIENT for room in CLIENT},
+    "eval": PURE | CLIENT | {"testing"},
+    "files": set(),
+    "hermes": PURE | {"files"},
+    "tools": PURE,
+    "agents": PURE | {"files", "hermes", "tools"},
+    "sessions": PURE | {"files", "hermes"},
+    "runs": PURE | {"files", "hermes", "tools", "agents", "sessions"},
+    "schedules": PURE | {"files", "hermes", "tools", "agents", "sessions", "runs"},
+    "host": PURE | BELOW_HOST,
+    "tasks": PURE | (BELOW_HOST - {"hermes"}),
+    "wiring": PURE | BELOW_HOST | {"host", "tasks"},
+    "package": set(),  # norfab_hermes/__init__.py stays import-light
+}
+# worker modules that are rooms of their own; any other worker.<name> is the room <name>
+WORKER_MODULES = {"worker": "wiring", "worker.hermes_worker": "wiring", "worker.host": "host", "worker.files": "files"}
+
+
+def room_of(module: str) -> str:
+    """The room of a package module: its first part below norfab_hermes, or below worker."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return "package"  # norfab_hermes/__init__.py
+    if parts[0] != "worker":
+        return parts[0]
+    return WORKER_MODULES.get(".".join(parts[:2])) or parts[1]
+
+
+def room_imports() -> dict:
+    """(importing module, imported module) pairs that cross rooms, by the importing room."""
+    crossings: dict = {}
+    for name, path in MODULES.items():
+        for imported in sorted(m for m in imports(path) if m in MODULES and m != name):
+            if name.startswith(imported + ".") or room_of(imported) == room_of(name):
+                continue  # a package's __init__ comes with its modules
+            crossings.setdefault(room_of(name), []).append((name, imported))
+    return crossings
+
+
+def test_every_module_is_in_a_room_with_rules():
+    """A new package or module gets a row in ROOMS before it can import anything."""
+    unplaced = sorted(f"{name} ({room_of(name)})" for name in MODULES if room_of(name) not in ROOMS)
+    assert not unplaced, f"add these rooms to ROOMS in {Path(__file__).name}: {unplaced}"
+
+
+@pytest.mark.parametrize("room", sorted(ROOMS))
+def test_a_room_imports_only_the_rooms_its_rule_allows(room):
+    """Each room imports only the rooms the ROOMS table lets it import."""
+    allowed = ROOMS[room]
+    bad = [f"{a} -> {b}" for a, b in room_imports().get(room, []) if room_of(b) not in allowed]
+    assert not bad, f"room '{room}' may import only {sorted(allowed) or 'nothing of the package'}: {bad}"
+
+
 def test_only_the_hermes_room_imports_hermes():
+    """No module outside worker/hermes/ imports a Hermes package, at the top or inside a function."""
     offenders = {
         name: sorted(m for m in imports(path) if m.split(".")[0] in HERMES_PACKAGES)
         for name, path in MODULES.items()
@@ -52,6 +143,7 @@ def test_only_the_hermes_room_imports_hermes():
 
 
 def test_the_package_has_no_import_cycle():
+    """No module of the package imports itself through others."""
     graph = {name: {m for m in imports(path) if m in MODULES and m != name} for name, path in MODULES.items()}
     # a package's __init__ is imported with any of its modules; it is not a dependency in itself
     graph = {name: {m for m in deps if not name.startswith(m + ".")} for name, deps in graph.items()}
@@ -59,7 +151,7 @@ def test_the_package_has_no_import_cycle():
 
     def visit(name: str) -> None:
         if name in visiting:
-            cycles.append(visiting[visiting.index(name):] + [name])
+            cycles.append(visiting[visiting.index(name) :] + [name])
             return
         if name in done:
             return
@@ -86,6 +178,7 @@ def test_the_eval_room_imports_neither_the_worker_nor_hermes():
 
 
 def test_the_client_side_never_loads_the_worker_or_hermes():
+    """Importing the shell, routing and models in a fresh interpreter loads no worker module and no Hermes."""
     # NorFab's task registry is process-global: worker modules in a client process leak tasks into workers
     code = (
         "import sys, norfab_hermes.nfcli_shell, norfab_hermes.routing, norfab_hermes.models, norfab_hermes.eval.cli; "

@@ -29,11 +29,13 @@ def test_restart_keeps_profiles_and_their_sessions(model, tmp_path):
         home = run(nf.client, "get_status")["result"]["hermes_home"]
     with norfab(tmp_path, {WORKER: agents(model.base_url)}) as nf:
         status = run(nf.client, "get_status")["result"]
-        assert status["hermes_home"] == home and status["agents"] == {"alpha": True, "beta": True}
+        assert status["hermes_home"] == home
+        assert status["agents"] == {"alpha": True, "beta": True}
         again = run(nf.client, "invoke", agent="alpha", instructions="what word?", session_id=first["session_id"])
         assert again["result"]["session_id"] == first["session_id"]
     bodies = [b for b in model.model.completions() if "what word?" in json.dumps(b["messages"][-1])]
-    assert bodies and "remember KIWI" in json.dumps(bodies[-1]["messages"])
+    assert bodies
+    assert "remember KIWI" in json.dumps(bodies[-1]["messages"])
     # Hermes' own files keep warnings and errors unless the inventory asks for more (hermes_log_level)
     assert not [line for line in open(f"{home}/logs/agent.log") if " INFO " in line]
 
@@ -73,7 +75,8 @@ def test_hermes_and_norfab_keep_their_own_logs(model, tmp_path):
 
     agent_log = open(f"{home}/logs/agent.log").read()
     assert "gateway.run" in agent_log
-    assert "norfab.core" not in agent_log and "norfab_hermes" not in agent_log
+    assert "norfab.core" not in agent_log
+    assert "norfab_hermes" not in agent_log
 
 
 def test_a_dotenv_in_the_instance_root_does_not_clobber_the_worker_environment(model, tmp_path, monkeypatch):
@@ -100,7 +103,8 @@ def test_hermes_console_output_stays_off_the_operators_terminal(model, tmp_path,
     terminal = capfd.readouterr().out
     # Hermes' spinners ("(◔_◔) deliberating... (0.5s)") go to the instance root
     assert os.path.isfile(f"{home}/logs/console.log")
-    assert "deliberating" not in terminal and "(0." not in terminal
+    assert "deliberating" not in terminal
+    assert "(0." not in terminal
 
 
 def test_invalid_worker_inventory_fails_readiness_without_hanging_norfab(model, tmp_path):
@@ -110,4 +114,5 @@ def test_invalid_worker_inventory_fails_readiness_without_hanging_norfab(model, 
         assert status["ready"] is False
         assert "hermes inventory: unknown key 'max_concurent_runs'" in status["errors"][0]
         res = run(nf.client, "invoke", agent="alpha", instructions="hi")
-        assert res["failed"] and f"worker '{WORKER}' failed to start" in res["errors"][0]
+        assert res["failed"]
+        assert f"worker '{WORKER}' failed to start" in res["errors"][0]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import hermes_worker, network, norfab, run
+from conftest import Lab, hermes_worker, invoke, norfab, ok, run
 
 WORKER = "hermes-worker-1"
 LAB_AGENT = Path(__file__).resolve().parents[1] / "examples" / "lab" / "hermes" / "agents" / "interface-check.yaml"
@@ -26,41 +26,35 @@ AGENTS = {
 FILED = {"instructions": "You are FILED, version 1.", "description": "from a file"}
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
-    files["agents/filed.yaml"] = FILED
-    files["hermes/agents/interface-check.yaml"] = LAB_AGENT.read_text()
-    with norfab(base, workers, files) as nf:
-        yield nf, base
+LAB = Lab(
+    workers={WORKER: AGENTS},
+    hosts=("r1",),
+    files={"agents/filed.yaml": FILED, "hermes/agents/interface-check.yaml": LAB_AGENT.read_text()},
+)
 
 
 def manage(nf, action, agent, **kwargs):
     return run(nf.client, "manage_agent", job_timeout=90, action=action, agent=agent, **kwargs)
 
 
-def done(res):
-    assert not res["failed"], res["errors"]
-    return res["result"]
-
-
 def agents_of(nf):
     return {a["name"]: a for a in run(nf.client, "get_agents")["result"]}
 
 
-def invoke(nf, agent, text, **kwargs):
-    return run(nf.client, "invoke", job_timeout=90, agent=agent, instructions=text, **kwargs)
+def refused_invoke(nf, agent, text):
+    """An invoke expected to fail: its Result dict."""
+    return run(nf.client, "invoke", job_timeout=90, agent=agent, instructions=text)
 
 
 def test_a_created_agent_serves_at_once_and_calls_its_tool(lab):
     nf, _ = lab
     started = time.time()
-    created = done(manage(nf, "create", "tonight", definition=SPECIALIST))
-    reply = invoke(nf, "tonight", 'CALL clock {"FB": "r1"}')["result"]
+    created = ok(manage(nf, "create", "tonight", definition=SPECIALIST))
+    reply = invoke(nf, "tonight", 'CALL clock {"FB": "r1"}')
     took = time.time() - started
     assert (created["owner"], created["state"]) == ("runtime", "running")
-    assert reply["tool_calls"][0]["status"] == "completed" and reply["tool_calls"][0]["job_uuid"]
+    assert reply["tool_calls"][0]["status"] == "completed"
+    assert reply["tool_calls"][0]["job_uuid"]
     listed = agents_of(nf)["tonight"]
     assert (listed["owner"], listed["state"], listed["worker"], listed["available"]) == ("runtime", "running", WORKER, True)
     print(f"create -> first answer with a tool call: {took:.2f}s")
@@ -68,21 +62,21 @@ def test_a_created_agent_serves_at_once_and_calls_its_tool(lab):
 
 def test_create_from_the_labs_nf_file(lab):
     nf, _ = lab
-    done(manage(nf, "create", "interface-check", source="nf://hermes/agents/interface-check.yaml"))
+    ok(manage(nf, "create", "interface-check", source="nf://hermes/agents/interface-check.yaml"))
     agent = run(nf.client, "get_agent", agent="interface-check")["result"]
     assert agent["instructions"].startswith("You check the interfaces of one device for a change window.")
     assert sorted(agent["tools"]) == ["interface_brief", "interface_detail"]
     assert not [t for t in agent["tools"].values() if t["error"]]
-    reply = invoke(nf, "interface-check", 'CALL interface_brief {"FB": "r1"}')["result"]
+    reply = invoke(nf, "interface-check", 'CALL interface_brief {"FB": "r1"}')
     assert reply["tool_calls"][0]["status"] == "completed"
 
 
 def test_a_clone_answers_with_its_own_model_and_not_its_sessions(lab, model):
     nf, _ = lab
-    first = invoke(nf, "steady", "remember KIWI")["result"]
+    first = invoke(nf, "steady", "remember KIWI")
     override = {"hermes": {"model": {"default": "beta-model"}}}
-    done(manage(nf, "clone", "steady-beta", clone_from="steady", definition=override))
-    reply = invoke(nf, "steady-beta", "who answers")["result"]
+    ok(manage(nf, "clone", "steady-beta", clone_from="steady", definition=override))
+    reply = invoke(nf, "steady-beta", "who answers")
     assert reply["response"] == "ECHO: who answers"
     [request] = [r for r in model.model.completions() if "who answers" in json.dumps(r["messages"])]
     assert request["model"] == "beta-model"
@@ -93,20 +87,23 @@ def test_a_clone_answers_with_its_own_model_and_not_its_sessions(lab, model):
 
 def test_stop_refuses_runs_and_schedules_wait_then_start_serves_again(lab):
     nf, _ = lab
-    done(manage(nf, "create", "pausable", definition={"instructions": "You pause."}))
+    ok(manage(nf, "create", "pausable", definition={"instructions": "You pause."}))
     definition = {"name": "often", "prompt": "tick", "schedule": "* * * * * */2"}
     run(nf.client, "schedule", agent="pausable", action="create", definition=definition)
-    stopped = done(manage(nf, "stop", "pausable"))
-    assert stopped["state"] == "stopped" and agents_of(nf)["pausable"]["state"] == "stopped"
-    refused = invoke(nf, "pausable", "hi")
-    assert refused["failed"] and "agent 'pausable' on worker" in refused["errors"][0] and "is stopped" in refused["errors"][0]
+    stopped = ok(manage(nf, "stop", "pausable"))
+    assert stopped["state"] == "stopped"
+    assert agents_of(nf)["pausable"]["state"] == "stopped"
+    refused = refused_invoke(nf, "pausable", "hi")
+    assert refused["failed"]
+    assert "agent 'pausable' on worker" in refused["errors"][0]
+    assert "is stopped" in refused["errors"][0]
     listed = run(nf.client, "schedule", agent="pausable", action="list")["result"]["schedules"][0]
     assert listed["state"] == "paused-by-stop"
     fired = len(run(nf.client, "schedule", agent="pausable", action="history", schedule_id="often")["result"]["history"])
     time.sleep(5)
     assert len(run(nf.client, "schedule", agent="pausable", action="history", schedule_id="often")["result"]["history"]) == fired
-    assert done(manage(nf, "start", "pausable"))["state"] == "running"
-    assert invoke(nf, "pausable", "back")["result"]["response"] == "ECHO: back"
+    assert ok(manage(nf, "start", "pausable"))["state"] == "running"
+    assert invoke(nf, "pausable", "back")["response"] == "ECHO: back"
     deadline = time.time() + 15
     while time.time() < deadline:
         history = run(nf.client, "schedule", agent="pausable", action="history", schedule_id="often")["result"]["history"]
@@ -120,22 +117,25 @@ def test_restart_picks_up_a_changed_definition(lab):
     nf, base = lab
     assert run(nf.client, "get_agent", agent="filed")["result"]["instructions"] == FILED["instructions"]
     (base / "agents" / "filed.yaml").write_text(yaml.safe_dump({**FILED, "instructions": "You are FILED, version 2."}))
-    restarted = done(manage(nf, "restart", "filed"))
-    assert restarted["state"] == "running" and restarted["owner"] == "inventory"
+    restarted = ok(manage(nf, "restart", "filed"))
+    assert restarted["state"] == "running"
+    assert restarted["owner"] == "inventory"
     assert run(nf.client, "get_agent", agent="filed")["result"]["instructions"] == "You are FILED, version 2."
 
 
 def test_delete_removes_the_agent_its_profile_and_schedules(lab):
     nf, _ = lab
-    done(manage(nf, "create", "doomed", definition={"instructions": "You go."}))
+    ok(manage(nf, "create", "doomed", definition={"instructions": "You go."}))
     run(nf.client, "schedule", agent="doomed", action="create", definition={"name": "n", "prompt": "p", "schedule": "every 1h"})
     home = run(nf.client, "get_status")["result"]["hermes_home"]
-    deleted = done(manage(nf, "delete", "doomed"))
-    assert deleted["state"] == "deleted" and any("1 schedule(s)" in step for step in deleted["done"])
+    deleted = ok(manage(nf, "delete", "doomed"))
+    assert deleted["state"] == "deleted"
+    assert any("1 schedule(s)" in step for step in deleted["done"])
     assert "doomed" not in agents_of(nf)
     assert not os.path.exists(f"{home}/profiles/doomed")
-    gone = invoke(nf, "doomed", "hi")
-    assert gone["failed"] and "agent 'doomed' not found" in gone["errors"][0]
+    gone = refused_invoke(nf, "doomed", "hi")
+    assert gone["failed"]
+    assert "agent 'doomed' not found" in gone["errors"][0]
 
 
 @pytest.mark.parametrize(
@@ -156,20 +156,23 @@ def test_delete_removes_the_agent_its_profile_and_schedules(lab):
 def test_refusals_name_the_problem(lab, action, agent, kwargs, expected):
     nf, _ = lab
     res = manage(nf, action, agent, **kwargs)
-    assert res["failed"] and expected in res["errors"][0], res["errors"]
+    assert res["failed"], res["errors"]
+    assert expected in res["errors"][0], res["errors"]
     assert "fresh" not in agents_of(nf)
 
 
 def test_stop_with_a_run_in_flight_refuses_unless_interrupt(lab):
     nf, _ = lab
-    done(manage(nf, "create", "busy", definition={"instructions": "You are busy."}))
+    ok(manage(nf, "create", "busy", definition={"instructions": "You are busy."}))
     future = nf.client.submit_job("hermes", "invoke", kwargs={"agent": "busy", "instructions": "SLEEP 30"}, workers=WORKER, timeout=60)
     deadline = time.time() + 20
     while not [r for r in run(nf.client, "get_status")["result"]["active_runs"] if r["agent"] == "busy"] and time.time() < deadline:
         time.sleep(0.2)
     refused = manage(nf, "stop", "busy")
-    assert refused["failed"] and "agent 'busy' has runs in flight" in refused["errors"][0] and "interrupt=true" in refused["errors"][0]
-    stopped = done(manage(nf, "stop", "busy", interrupt=True))
+    assert refused["failed"]
+    assert "agent 'busy' has runs in flight" in refused["errors"][0]
+    assert "interrupt=true" in refused["errors"][0]
+    stopped = ok(manage(nf, "stop", "busy", interrupt=True))
     assert any(step.startswith("interrupted runs") for step in stopped["done"])
     assert future.result(timeout=30)[WORKER]["result"]["stop_reason"] == "interrupted"
 
@@ -183,21 +186,22 @@ def test_lifecycle_actions_never_touch_a_neighbours_run(lab):
     )
     neighbour.start()
     time.sleep(1)
-    done(manage(nf, "create", "neighbour-b", definition={"instructions": "B"}))
-    done(manage(nf, "stop", "neighbour-b"))
-    done(manage(nf, "start", "neighbour-b"))
-    done(manage(nf, "restart", "neighbour-b"))
-    done(manage(nf, "delete", "neighbour-b"))
+    ok(manage(nf, "create", "neighbour-b", definition={"instructions": "B"}))
+    ok(manage(nf, "stop", "neighbour-b"))
+    ok(manage(nf, "start", "neighbour-b"))
+    ok(manage(nf, "restart", "neighbour-b"))
+    ok(manage(nf, "delete", "neighbour-b"))
     neighbour.join(60)
-    assert outcome["res"]["result"]["stop_reason"] == "completed" and outcome["res"]["result"]["response"] == "SLEPT 8"
+    assert outcome["res"]["stop_reason"] == "completed"
+    assert outcome["res"]["response"] == "SLEPT 8"
 
 
 def test_runtime_and_native_agents_are_served_after_a_restart(model, tmp_path):
     inventory = hermes_worker(model.base_url, {"steady": {"instructions": "You are STEADY."}})
     with norfab(tmp_path, {WORKER: inventory}) as nf:
-        done(manage(nf, "create", "lasting", definition={"instructions": "You last.", "description": "made at runtime"}))
-        done(manage(nf, "create", "parked", definition={"instructions": "You wait."}))
-        done(manage(nf, "stop", "parked"))
+        ok(manage(nf, "create", "lasting", definition={"instructions": "You last.", "description": "made at runtime"}))
+        ok(manage(nf, "create", "parked", definition={"instructions": "You wait."}))
+        ok(manage(nf, "stop", "parked"))
         home = run(nf.client, "get_status")["result"]["hermes_home"]
     # a profile an operator made with Hermes itself: its own config and instructions
     native = Path(home) / "profiles" / "handmade"
@@ -209,8 +213,9 @@ def test_runtime_and_native_agents_are_served_after_a_restart(model, tmp_path):
         assert (listed["lasting"]["owner"], listed["lasting"]["state"]) == ("runtime", "running")
         assert listed["parked"]["state"] == "stopped"
         assert (listed["handmade"]["owner"], listed["handmade"]["state"], listed["handmade"]["model"]) == ("native", "running", "beta-model")
-        assert invoke(nf, "lasting", "still here")["result"]["response"] == "ECHO: still here"
-        assert invoke(nf, "handmade", "hello hand")["result"]["response"] == "ECHO: hello hand"
+        assert invoke(nf, "lasting", "still here")["response"] == "ECHO: still here"
+        assert invoke(nf, "handmade", "hello hand")["response"] == "ECHO: hello hand"
     served = yaml.safe_load((native / "config.yaml").read_text())
-    assert served["model"]["default"] == "beta-model" and served["platform_toolsets"] == {"norfab": []}
+    assert served["model"]["default"] == "beta-model"
+    assert served["platform_toolsets"] == {"norfab": []}
     assert (native / "SOUL.md").read_text() == "You are HANDMADE.\n"

@@ -23,7 +23,8 @@ def test_a_client_keeps_jobs_in_memory_and_in_a_sqlite_store():
     from norfab.core.client import NFPClient
 
     init = inspect.getsource(NFPClient.__init__)
-    assert "self.job_futures" in init and "self.job_db" in init
+    assert "self.job_futures" in init
+    assert "self.job_db" in init
     from norfab.core import client as client_module
 
     store = next(v for k, v in vars(client_module).items() if inspect.isclass(v) and hasattr(v, "fetch_jobs") and hasattr(v, "_transaction"))
@@ -37,6 +38,7 @@ def test_an_unknown_task_answers_one_line():
     norfab_compat.answer_unknown_tasks("hermes")
     entry = norfab_compat.worker_tasks()["no_such_task"]
     result = entry["function"](None, job=None)
-    assert result.failed and result.errors == [result.messages[0]]
+    assert result.failed
+    assert result.errors == [result.messages[0]]
     assert "task 'no_such_task' is not a task of service 'hermes'" in result.errors[0]
     assert "no_such_task" not in norfab_compat.worker_tasks(), "a lookup registered the unknown task"

@@ -90,7 +90,8 @@ def test_the_private_names_exist_with_the_shapes_used():
     assert list(inspect.signature(App._request_inline_help).parameters) == ["self", "document"]
     assert list(inspect.signature(App.do_history).parameters) == ["self", "arg"]
     shell = App(Root, stdout=io.StringIO())
-    assert shell._prompt_key_bindings is not None and shell.shells == [shell.shell]
+    assert shell._prompt_key_bindings is not None
+    assert shell.shells == [shell.shell]
 
 
 def test_a_question_mark_inside_quotes_is_text(app):

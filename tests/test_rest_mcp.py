@@ -70,14 +70,17 @@ def test_rest_start_poll_and_approve(lab):
     started = time.time()
     accepted = rest(api, "start_run", agent="alpha", instructions="SLEEP 2")
     ids_after = time.time() - started
-    assert accepted["run_id"] and accepted["session_id"] and ids_after < 1.5, ids_after
+    assert accepted["run_id"], ids_after
+    assert accepted["session_id"], ids_after
+    assert ids_after < 1.5, ids_after
     finished = poll(lambda: rest(api, "get_run", agent="alpha", run_id=accepted["run_id"]), ("finished",))
     assert finished["result"]["response"] == "SLEPT 2"
 
     waiting = rest(api, "start_run", agent="fixer", instructions='CALL bounce {"FB": "r1"}')
     parked = poll(lambda: rest(api, "get_run", agent="fixer", run_id=waiting["run_id"]), ("waiting_for_approval",))
     [approval] = rest(api, "get_approvals")
-    assert approval["approval_id"] == parked["approvals"][0]["approval_id"] and approval["arguments"] == {"FB": "r1"}
+    assert approval["approval_id"] == parked["approvals"][0]["approval_id"]
+    assert approval["arguments"] == {"FB": "r1"}
     assert rest(api, "approve", approval_id=approval["approval_id"], note="via REST")["state"] == "approved"
     done = poll(lambda: rest(api, "get_run", agent="fixer", run_id=waiting["run_id"]), ("finished",))
     assert done["result"]["tool_calls"][0]["status"] == "completed"

@@ -1,17 +1,14 @@
 """Client-side routing: worker selectors, agent names and session owners across two hermes workers."""
 
 import pytest
-from conftest import lab_workers, last_job, norfab, result_of, start_invoke
+from conftest import TWO_WORKERS, last_job, result_of, start_invoke
 
 from norfab_hermes.routing import Hermes, Router, RoutingError, Target
 
 LAB1, LAB2 = "hermes-lab-1", "hermes-lab-2"
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    with norfab(tmp_path_factory.mktemp("nf"), lab_workers(model.base_url)) as nf:
-        yield nf
+LAB = TWO_WORKERS
 
 
 @pytest.fixture
@@ -127,5 +124,6 @@ def test_sessions_session_command_and_fan_outs(hermes):
     session = hermes.session("bgp", session_id)["result"]
     assert (session["worker"], [m["role"] for m in session["messages"]]) == (LAB2, ["user", "assistant"])
     usage = hermes.command("bgp", "/usage", session_id=session_id)["result"]
-    assert (usage["worker"], usage["session_id"]) == (LAB2, session_id) and "token" in usage["response"].lower()
+    assert (usage["worker"], usage["session_id"]) == (LAB2, session_id)
+    assert "token" in usage["response"].lower()
     assert set(hermes.agents()) == set(hermes.status("hermes-lab-*")) == {LAB1, LAB2}

@@ -7,8 +7,7 @@ scheduled check too.
 
 import time
 
-import pytest
-from conftest import hermes_worker, network, network_jobs, norfab, run
+from conftest import Lab, network_jobs, ok, run
 
 WORKER = "hermes-worker-1"
 FB_SCHEMA = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
@@ -20,17 +19,7 @@ AGENTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
-
-
-def ok(res):
-    assert not res["failed"], res["errors"]
-    return res["result"]
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r1",))
 
 
 def follow(nf, agent, run_id, until=("finished",), timeout=60):
@@ -56,13 +45,18 @@ def test_a_background_run_answers_at_once_and_get_run_follows_it(lab):
     accepted = ok(run(nf.client, "start_run", agent="alpha", instructions="SLEEP 3"))
     took = time.time() - started
     assert took < 1.5, f"start_run took {took:.2f}s"
-    assert accepted["run_id"] and accepted["session_id"] and accepted["state"] in ("queued", "running")
+    assert accepted["run_id"]
+    assert accepted["session_id"]
+    assert accepted["state"] in ("queued", "running")
     finished, events = follow(nf, "alpha", accepted["run_id"])
     messages = [e["message"] for e in events]
-    assert messages[0] == f"run {accepted['run_id']} started on agent 'alpha'" and messages[-1].endswith("completed")
-    assert finished["result"]["response"] == "SLEPT 3" and finished["result"]["session_id"] == accepted["session_id"]
+    assert messages[0] == f"run {accepted['run_id']} started on agent 'alpha'"
+    assert messages[-1].endswith("completed")
+    assert finished["result"]["response"] == "SLEPT 3"
+    assert finished["result"]["session_id"] == accepted["session_id"]
     later = ok(run(nf.client, "get_run", agent="alpha", run_id=accepted["run_id"], offset=finished["next_offset"]))
-    assert later["events"] == [] and later["state"] == "finished"
+    assert later["events"] == []
+    assert later["state"] == "finished"
 
 
 def test_two_background_runs_overlap(lab):
@@ -80,7 +74,8 @@ def test_a_parked_approval_is_approved_by_another_client(lab):
     waiting, _ = follow(nf, "fixer", accepted["run_id"], until=("waiting_for_approval",))
     [approval] = waiting["approvals"]
     assert (approval["tool"], approval["arguments"], approval["state"]) == ("bounce", {"FB": "r1"}, "pending")
-    assert approval["target"] == "nornir.cli on any" and len(approval["arguments_digest"]) == 12
+    assert approval["target"] == "nornir.cli on any"
+    assert len(approval["arguments_digest"]) == 12
     assert not shows_users(base), "the call ran before anyone approved it"
     other = nf.make_client(name="approver-client")
     try:
@@ -88,12 +83,15 @@ def test_a_parked_approval_is_approved_by_another_client(lab):
         decided = ok(run(other, "approve", approval_id=approval["approval_id"], note="change window CHG-42"))
     finally:
         other.destroy()
-    assert decided["state"] == "approved" and decided["note"] == "change window CHG-42"
+    assert decided["state"] == "approved"
+    assert decided["note"] == "change window CHG-42"
     assert "approver-client" in decided["decided_by"]
     finished, _ = follow(nf, "fixer", accepted["run_id"])
     [call] = finished["result"]["tool_calls"]
-    assert call["status"] == "completed" and call["job_uuid"]
-    assert finished["result"]["approvals"][0]["state"] == "approved" and len(shows_users(base)) == 1
+    assert call["status"] == "completed"
+    assert call["job_uuid"]
+    assert finished["result"]["approvals"][0]["state"] == "approved"
+    assert len(shows_users(base)) == 1
 
 
 def test_a_denied_approval_continues_with_the_refusal(lab):
@@ -104,8 +102,10 @@ def test_a_denied_approval_continues_with_the_refusal(lab):
     ok(run(nf.client, "deny", approval_id=waiting["approvals"][0]["approval_id"], note="not tonight"))
     finished, _ = follow(nf, "fixer", accepted["run_id"])
     [call] = finished["result"]["tool_calls"]
-    assert call["status"] == "refused" and "denied this call (not tonight)" in call["error"]
-    assert finished["stop_reason"] == "completed" and len(shows_users(base)) == before
+    assert call["status"] == "refused"
+    assert "denied this call (not tonight)" in call["error"]
+    assert finished["stop_reason"] == "completed"
+    assert len(shows_users(base)) == before
 
 
 def test_an_approval_nobody_decides_expires_and_is_recorded(lab):
@@ -114,10 +114,13 @@ def test_an_approval_nobody_decides_expires_and_is_recorded(lab):
     accepted = ok(run(nf.client, "start_run", agent="hasty", instructions='CALL bounce {"FB": "r1"}'))
     finished, _ = follow(nf, "hasty", accepted["run_id"])
     [approval] = finished["result"]["approvals"]
-    assert approval["state"] == "expired" and approval["note"] == "nobody decided in time"
-    assert "expired" in finished["result"]["tool_calls"][0]["error"] and len(shows_users(base)) == before
+    assert approval["state"] == "expired"
+    assert approval["note"] == "nobody decided in time"
+    assert "expired" in finished["result"]["tool_calls"][0]["error"]
+    assert len(shows_users(base)) == before
     res = run(nf.client, "approve", approval_id=approval["approval_id"])
-    assert res["failed"] and "is already expired" in res["errors"][0]
+    assert res["failed"]
+    assert "is already expired" in res["errors"][0]
 
 
 def test_a_scheduled_runs_approval_lands_in_the_same_inbox(lab):
@@ -138,10 +141,12 @@ def test_a_scheduled_runs_approval_lands_in_the_same_inbox(lab):
     while not history and time.time() < deadline:
         history = ok(run(nf.client, "schedule", agent="fixer", action="history", schedule_id="fix-r1"))["history"]
         time.sleep(0.3)
-    assert history[0]["tool_calls"][0]["status"] == "completed" and len(shows_users(base)) == before + 1
+    assert history[0]["tool_calls"][0]["status"] == "completed"
+    assert len(shows_users(base)) == before + 1
 
 
 def test_get_run_of_an_unknown_run(lab):
     nf, _ = lab
     res = run(nf.client, "get_run", agent="alpha", run_id="nope")
-    assert res["failed"] and "run 'nope' is not known on worker" in res["errors"][0]
+    assert res["failed"]
+    assert "run 'nope' is not known on worker" in res["errors"][0]

@@ -9,7 +9,7 @@ import signal
 import time
 
 import pytest
-from conftest import hermes_worker, network, network_jobs, norfab, run
+from conftest import Lab, hermes_worker, network_jobs, norfab, run
 
 from norfab_hermes.testing.embedded import kill_process_group, worker_process
 from norfab_hermes.testing.scenario import Scenario
@@ -62,12 +62,7 @@ def model():
         yield server
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1", "r2"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r1", "r2"))
 
 
 def schedule(nf, agent="interfaces", **kwargs):
@@ -99,9 +94,12 @@ def test_create_list_run_now_and_read_the_finding_with_its_tool_jobs(lab):
     assert [s["name"] for s in listed] == ["r1-check"]
     assert "runs now" in schedule(nf, action="run", schedule_id="r1-check")["message"]
     [finding] = history(nf, "r1-check")
-    assert finding["status"] == "ok" and finding["response"] == "finding on r1: ok=True"
+    assert finding["status"] == "ok"
+    assert finding["response"] == "finding on r1: ok=True"
     [call] = finding["tool_calls"]
-    assert call["tool"] == "inspect" and call["status"] == "completed" and call["job_uuid"]
+    assert call["tool"] == "inspect"
+    assert call["status"] == "completed"
+    assert call["job_uuid"]
     session = run(nf.client, "get_session", agent="interfaces", session_id=finding["session_id"])["result"]
     assert any("finding on r1" in (m["content"] or "") for m in session["messages"])
     schedule(nf, action="remove", schedule_id="r1-check")
@@ -132,7 +130,8 @@ def test_update_changes_the_prompt_used_next_and_remove_deletes(lab):
     assert "removed" in schedule(nf, action="remove", schedule_id="moving")["message"]
     assert "moving" not in [s["name"] for s in schedule(nf, action="list")["schedules"]]
     res = run(nf.client, "schedule", agent="interfaces", action="history", schedule_id="moving")
-    assert res["failed"] and "schedule 'moving' not found for agent 'interfaces'" in res["errors"][0]
+    assert res["failed"]
+    assert "schedule 'moving' not found for agent 'interfaces'" in res["errors"][0]
 
 
 def test_a_schedule_whose_model_fails_is_recorded_as_failed(lab, model):
@@ -140,7 +139,8 @@ def test_a_schedule_whose_model_fails_is_recorded_as_failed(lab, model):
     create(nf, "broken-model", "FAIL 500", "every 1h")
     schedule(nf, action="run", schedule_id="broken-model")
     [failed] = history(nf, "broken-model")
-    assert failed["status"] == "failed" and failed["stop_reason"] == "provider_error"
+    assert failed["status"] == "failed"
+    assert failed["stop_reason"] == "provider_error"
     assert any("HTTP 500" in w for w in failed["warnings"])
     assert schedule(nf, action="list")["schedules"][0]["last_status"] not in (None, "ok")
     schedule(nf, action="remove", schedule_id="broken-model")
@@ -167,7 +167,9 @@ def test_an_approval_gated_tool_is_refused_at_once_in_a_scheduled_run(lab):
     [ran] = history(nf, "bouncer")
     assert time.time() - started < 20, "the scheduled run waited for an approval"
     [call] = ran["tool_calls"]
-    assert call["status"] == "refused" and "not interactive" in call["error"] and call["job_uuid"] is None
+    assert call["status"] == "refused"
+    assert "not interactive" in call["error"]
+    assert call["job_uuid"] is None
     assert not [kwargs for _, kwargs in network_jobs(base) if kwargs.get("commands") == ["show users"]]
     schedule(nf, action="remove", schedule_id="bouncer")
 
@@ -177,7 +179,8 @@ def test_a_schedule_created_in_chat_fires_and_lands_in_history(lab):
     reply = run(nf.client, "invoke", job_timeout=60, agent="planner", instructions="WATCH r1 FOR ME")["result"]
     assert reply["response"] == "watching r1"
     [created] = schedule(nf, "planner", action="list")["schedules"]
-    assert created["name"] == "chat-watch" and created["origin"] == f"session {reply['session_id']}"
+    assert created["name"] == "chat-watch"
+    assert created["origin"] == f"session {reply['session_id']}"
     assert history(nf, "chat-watch", agent="planner", count=1, status="ok")[0]["response"] == "finding on r1: ok=True"
     schedule(nf, "planner", action="remove", schedule_id="chat-watch")
 
@@ -196,13 +199,16 @@ def test_a_schedule_created_in_chat_fires_and_lands_in_history(lab):
 def test_bad_schedule_requests_name_the_field(lab, kwargs, expected):
     nf, _ = lab
     res = run(nf.client, "schedule", agent="interfaces", **kwargs)
-    assert res["failed"] and expected in res["errors"][0] and "Traceback" not in res["errors"][0], res["errors"]
+    assert res["failed"], res["errors"]
+    assert expected in res["errors"][0], res["errors"]
+    assert "Traceback" not in res["errors"][0], res["errors"]
 
 
 def test_unknown_agent(lab):
     nf, _ = lab
     res = run(nf.client, "schedule", agent="nosuch", action="list")
-    assert res["failed"] and "agent 'nosuch' not found" in res["errors"][0]
+    assert res["failed"]
+    assert "agent 'nosuch' not found" in res["errors"][0]
 
 
 def test_get_status_reports_the_scheduler(lab):
@@ -210,9 +216,12 @@ def test_get_status_reports_the_scheduler(lab):
     create(nf, "status-check", "CHECK r1", "every 1h")
     status = run(nf.client, "get_status", agent="interfaces")["result"]
     scheduler = status["scheduler"]
-    assert scheduler["ticking"] is True and scheduler["last_tick"]
-    assert list(scheduler["agents"]) == ["interfaces"] and scheduler["agents"]["interfaces"]["schedules"] == 1
-    assert scheduler["agents"]["interfaces"]["next_due"] and scheduler["agents"]["interfaces"]["overdue"] == []
+    assert scheduler["ticking"] is True
+    assert scheduler["last_tick"]
+    assert list(scheduler["agents"]) == ["interfaces"]
+    assert scheduler["agents"]["interfaces"]["schedules"] == 1
+    assert scheduler["agents"]["interfaces"]["next_due"]
+    assert scheduler["agents"]["interfaces"]["overdue"] == []
     schedule(nf, action="remove", schedule_id="status-check")
 
 
@@ -226,7 +235,8 @@ def test_schedules_and_history_survive_a_restart_and_missed_runs_are_reported(mo
             assert len(history(nf, "fast", count=1, status="ok")) >= 1
         with worker_process(nf, WORKER):  # graceful stop and start: NorFab stops the worker process
             listed = {s["name"]: s for s in schedule(nf, action="list")["schedules"]}
-            assert listed["steady"]["state"] == "paused" and listed["fast"]["state"] == "scheduled"
+            assert listed["steady"]["state"] == "paused"
+            assert listed["fast"]["state"] == "scheduled"
             before = history(nf, "fast", count=0)
             assert before, "history was lost over a restart"
         with worker_process(nf, WORKER) as process:
@@ -242,5 +252,6 @@ def test_schedules_and_history_survive_a_restart_and_missed_runs_are_reported(mo
                 time.sleep(0.5)
             assert caught_up, json.dumps(runs[:3])
             missed = [r for r in runs if r["status"] == "missed"]
-            assert missed and "were skipped while the worker was down" in missed[0]["note"], json.dumps(runs[:3])
+            assert missed, json.dumps(runs[:3])
+            assert "were skipped while the worker was down" in missed[0]["note"], json.dumps(runs[:3])
             assert len(runs) > len(before) + 1

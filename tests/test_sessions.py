@@ -1,31 +1,24 @@
 """Sessions: listing, reading, and identity (worker, agent, session id)."""
 
-import pytest
-from conftest import hermes_worker, norfab, run
+from conftest import Lab, invoke, run
 
 WORKER = "hermes-worker-1"
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    agents = {
-        "alpha": {"instructions": "You are ALPHA.", "toolsets": ["clarify"]},
-        "beta": {"instructions": "You are BETA."},
+LAB = Lab(
+    workers={
+        WORKER: {
+            "alpha": {"instructions": "You are ALPHA.", "toolsets": ["clarify"]},
+            "beta": {"instructions": "You are BETA."},
+        }
     }
-    with norfab(tmp_path_factory.mktemp("nf"), {WORKER: hermes_worker(model.base_url, agents)}) as nf:
-        yield nf
-
-
-def invoke(nf, agent, text, session_id=None):
-    res = run(nf.client, "invoke", agent=agent, instructions=text, session_id=session_id)
-    assert not res["failed"], res["errors"]
-    return res["result"]["session_id"]
+)
 
 
 def test_sessions_lists_only_the_agents_own_sessions_newest_first(nf):
-    first = invoke(nf, "alpha", "first alpha session")
+    first = invoke(nf, "alpha", "first alpha session")["session_id"]
     invoke(nf, "beta", "a beta session")
-    second = invoke(nf, "alpha", "second alpha session")
+    second = invoke(nf, "alpha", "second alpha session")["session_id"]
     invoke(nf, "alpha", "first continues", session_id=first)  # first becomes the most recently active
 
     sessions = run(nf.client, "get_sessions", agent="alpha")["result"]
@@ -35,7 +28,8 @@ def test_sessions_lists_only_the_agents_own_sessions_newest_first(nf):
     latest = sessions[0]
     assert latest["message_count"] >= 4
     assert latest["preview"].startswith("first alpha session")
-    assert latest["started"] and latest["last_active"] >= latest["started"]
+    assert latest["started"]
+    assert latest["last_active"] >= latest["started"]
 
     beta_ids = [s["session_id"] for s in run(nf.client, "get_sessions", agent="beta")["result"]]
     assert not set(beta_ids) & set(ids)
@@ -43,13 +37,14 @@ def test_sessions_lists_only_the_agents_own_sessions_newest_first(nf):
 
 
 def test_session_shows_messages_with_tool_calls(nf):
-    session_id = invoke(nf, "alpha", 'CALL clarify {"question": "Which device?"}')
+    session_id = invoke(nf, "alpha", 'CALL clarify {"question": "Which device?"}')["session_id"]
     session = run(nf.client, "get_session", agent="alpha", session_id=session_id)["result"]
     assert (session["session_id"], session["agent"], session["worker"]) == (session_id, "alpha", WORKER)
     roles = [m["role"] for m in session["messages"]]
     assert roles == ["user", "assistant", "tool", "assistant"]
     call = session["messages"][1]["tool_calls"][0]
-    assert call["name"] == "clarify" and "Which device?" in call["arguments"]
+    assert call["name"] == "clarify"
+    assert "Which device?" in call["arguments"]
     assert session["messages"][2]["tool_name"] == "clarify"
     assert session["messages"][3]["content"].startswith("FINAL: clarify:")
     assert all(m["timestamp"] for m in session["messages"])
@@ -65,9 +60,10 @@ def test_unknown_session_is_a_clear_error(nf):
 
 
 def test_a_session_cannot_be_read_or_continued_through_another_agent(nf):
-    alpha = invoke(nf, "alpha", "private to alpha")
+    alpha = invoke(nf, "alpha", "private to alpha")["session_id"]
     for res in (
         run(nf.client, "get_session", agent="beta", session_id=alpha),
         run(nf.client, "invoke", agent="beta", instructions="hi", session_id=alpha),
     ):
-        assert res["failed"] and f"session '{alpha}' not found for agent 'beta'" in res["errors"][0]
+        assert res["failed"]
+        assert f"session '{alpha}' not found for agent 'beta'" in res["errors"][0]

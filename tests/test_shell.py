@@ -13,7 +13,7 @@ import time
 from unittest import mock
 
 import pytest
-from conftest import hermes_shell, lab_workers, last_job, norfab, result_of, run, start_invoke
+from conftest import TWO_WORKERS, hermes_shell, last_job, result_of, run, start_invoke
 from picle import picle as picle_module
 from prompt_toolkit import PromptSession
 from prompt_toolkit.input import create_pipe_input
@@ -25,10 +25,7 @@ LAB1, LAB2 = "hermes-lab-1", "hermes-lab-2"
 ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    with norfab(tmp_path_factory.mktemp("nf"), lab_workers(model.base_url)) as nf:
-        yield nf
+LAB = TWO_WORKERS
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +49,8 @@ def nfcli(app, line, inputs=None, prompts=None):
     reader = mock.patch.object(app, "_read_interactive_input", side_effect=read) if inputs else contextlib.nullcontext()
     with contextlib.redirect_stdout(out), reader:
         assert app.onecmd(line) is None  # nothing a hermes command does may end nfcli
-    assert app.shells == [app.shell] and app.prompt == "nf#", "the shell stack changed"
+    assert app.shells == [app.shell], "the shell stack changed"
+    assert app.prompt == "nf#", "the shell stack changed"
     return out.getvalue()
 
 
@@ -85,7 +83,8 @@ def test_agents_and_status_fan_out_to_the_selected_workers(nf, app):
     for row in ((LAB1, "interfaces"), (LAB1, "routing"), (LAB2, "bgp"), (LAB2, "interfaces")):
         assert re.search(rf"{row[0]}\s+│\s+{row[1]}\s+│\s+yes", out), out
     out = nfcli(app, "hermes agents workers hermes-lab-2")
-    assert "bgp" in out and "routing" not in out
+    assert "bgp" in out
+    assert "routing" not in out
     assert last_job(nf.client, "get_agents")["workers_requested"] == [LAB2]
     out = nfcli(app, "hermes status workers hermes-lab-*")
     assert re.search(rf"{LAB1}\s+│\s+yes\s+│\s+interfaces, routing\s+│\s+0/16", out), out
@@ -105,7 +104,8 @@ def test_invoke_runs_on_the_agents_worker_and_shows_ids_to_continue(nf, app):
 
     out = nfcli(app, f'hermes invoke bgp "and now?" session {session_id}')
     assert last_job(nf.client, "invoke")["kwargs"]["session_id"] == session_id
-    assert "ECHO: and now?" in out and f"session {session_id} | worker {LAB2}" in out
+    assert "ECHO: and now?" in out
+    assert f"session {session_id} | worker {LAB2}" in out
 
 
 def test_invoke_and_chat_show_the_reply_once_as_it_is_written(nf, app):
@@ -114,7 +114,8 @@ def test_invoke_and_chat_show_the_reply_once_as_it_is_written(nf, app):
     lines = out.splitlines()
     streamed = lines.index(words)  # the words as they came, on one line, before the run's end ...
     ended = next(i for i, line in enumerate(lines) if re.search(r"INFO +run \w+ completed", line))
-    assert streamed < ended and out.count("word29") == 1, out  # ... and not again after it
+    assert streamed < ended, out
+    assert out.count("word29") == 1, out  # ... and not again after it
     assert re.search(r"completed \| run \w+ \| session", lines[-2]), out  # the run's ids still follow
     assert not re.search(r"INFO +reply$", out, re.M)  # reply updates are not event lines
     out = nfcli(app, "hermes chat bgp", ["STREAM 10 0.05", "/exit"])
@@ -153,7 +154,8 @@ def test_tables_and_runs_fit_80_columns_with_names_whole(nf, app):
 def test_invoke_of_a_shared_agent_name_goes_to_the_named_worker(nf, app):
     out = nfcli(app, 'hermes invoke interfaces "show ip int brief" workers hermes-lab-1')
     assert last_job(nf.client, "invoke")["workers_requested"] == LAB1
-    assert "ECHO: show ip int brief" in out and f"worker {LAB1} | agent interfaces" in out
+    assert "ECHO: show ip int brief" in out
+    assert f"worker {LAB1} | agent interfaces" in out
 
 
 @pytest.mark.parametrize(
@@ -195,18 +197,21 @@ def test_routing_errors_are_clear(app, line, error):
 def test_sessions_session_and_native_commands(nf, app):
     session_id = ids(nfcli(app, 'hermes invoke routing "Is [10.0.0.0/8] in the RIB?"'))["session"]
     out = nfcli(app, "hermes sessions routing")
-    assert session_id in out and "Is [10.0.0.0/8] in the RIB?" in out
+    assert session_id in out
+    assert "Is [10.0.0.0/8] in the RIB?" in out
     assert last_job(nf.client, "get_sessions")["workers_requested"] == [LAB1]
 
     out = nfcli(app, f"hermes session routing {session_id}")
     assert f"session {session_id} | agent routing | worker {LAB1}" in out
-    assert "Is [10.0.0.0/8] in the RIB?" in out and "ECHO: Is [10.0.0.0/8] in the RIB?" in out
+    assert "Is [10.0.0.0/8] in the RIB?" in out
+    assert "ECHO: Is [10.0.0.0/8] in the RIB?" in out
 
     out = nfcli(app, f'hermes command routing "/usage" session {session_id}')
     sent = last_job(nf.client, "command")
     assert sent["workers_requested"] == LAB1
     assert sent["kwargs"] == {"agent": "routing", "command": "/usage", "session_id": session_id}
-    assert "token" in out.lower() and f"/usage | agent routing | worker {LAB1} | session {session_id}" in out
+    assert "token" in out.lower()
+    assert f"/usage | agent routing | worker {LAB1} | session {session_id}" in out
 
 
 def test_interrupt_stops_a_running_turn(nf, app):
@@ -231,10 +236,15 @@ def test_chat_keeps_the_session_and_agent_switches_it(nf, app):
         (LAB1, "routing", "on routing"),
     ]
     sessions = [j["kwargs"]["session_id"] for j in invokes]
-    assert sessions[0] is None and sessions[1] and sessions[2:] == [None, None]  # /agent starts a new session
-    assert "ECHO: hello" in out and "ECHO: again" in out and "ECHO: on routing" in out
+    assert sessions[0] is None
+    assert sessions[1]
+    assert sessions[2:] == [None, None]  # /agent starts a new session
+    assert "ECHO: hello" in out
+    assert "ECHO: again" in out
+    assert "ECHO: on routing" in out
     assert "model request 1 started" in out  # live progress
-    assert "sessions of 'bgp'" in out and sessions[1] in out
+    assert "sessions of 'bgp'" in out
+    assert sessions[1] in out
 
 
 def test_chat_passes_native_commands_and_leaves_on_ctrl_d(nf, app):
@@ -244,8 +254,10 @@ def test_chat_passes_native_commands_and_leaves_on_ctrl_d(nf, app):
     sent = last_job(nf.client, "command")
     first_session = first["result_data"][LAB1]["result"]["session_id"]
     assert sent["kwargs"] == {"agent": "routing", "command": "/usage", "session_id": first_session}
-    assert first["kwargs"]["session_id"] is None and fresh["kwargs"]["session_id"] is None  # /new
-    assert "token" in out.lower() and "ECHO: fresh" in out
+    assert first["kwargs"]["session_id"] is None
+    assert fresh["kwargs"]["session_id"] is None  # /new
+    assert "token" in out.lower()
+    assert "ECHO: fresh" in out
     assert "agent 'nope' not found; known agents: hermes-lab-1: interfaces, routing" in out  # /agent looks on this worker
     assert "left chat" in out
     assert "ECHO: ok" in nfcli(app, 'hermes invoke routing "ok"')  # nf# still parses hermes commands
@@ -265,11 +277,13 @@ def test_ctrl_c_in_chat_interrupts_the_turn_not_the_shell(nf, app):
     started = time.time()
     out = nfcli(app, "hermes chat bgp", ["SLEEP 30", KeyboardInterrupt, "still here", "/exit"])
     assert time.time() - started < 15
-    assert "interrupting run" in out and re.search(r"interrupted \| run \w+ \| session", out)
+    assert "interrupting run" in out
+    assert re.search(r"interrupted \| run \w+ \| session", out)
     first, second = nf.client.job_db.fetch_jobs(service="hermes", task="invoke", last=2)[::-1]
     assert second["kwargs"]["session_id"] == ids(out)["session"]  # the chat goes on in the same session
     assert "ECHO: still here" in out
-    assert signal.getsignal(signal.SIGINT) == handler and not nf.exiting
+    assert signal.getsignal(signal.SIGINT) == handler
+    assert not nf.exiting
 
 
 def test_on_a_terminal_ctrl_c_is_a_key_not_a_signal(monkeypatch):
@@ -282,10 +296,13 @@ def test_on_a_terminal_ctrl_c_is_a_key_not_a_signal(monkeypatch):
             assert not termios.tcgetattr(slave)[3] & termios.ISIG
             os.write(master, b"typed ahead\x03")
             time.sleep(0.1)
-            assert ctrl_c.pressed() and not ctrl_c.pressed()
+            assert ctrl_c.pressed()
+            assert not ctrl_c.pressed()
             with ctrl_c.typing():  # an operator's answer is typed with echo, still without SIGINT
                 lflag = termios.tcgetattr(slave)[3]
-                assert lflag & termios.ECHO and lflag & termios.ICANON and not lflag & termios.ISIG
+                assert lflag & termios.ECHO
+                assert lflag & termios.ICANON
+                assert not lflag & termios.ISIG
         assert termios.tcgetattr(slave) == before
     os.close(master)
 
@@ -293,8 +310,10 @@ def test_on_a_terminal_ctrl_c_is_a_key_not_a_signal(monkeypatch):
 def test_chat_without_an_agent_offers_a_choice(nf, app):
     prompts = []
     out = nfcli(app, "hermes chat", ["9", "3", "hi bgp", "/exit"], prompts)
-    assert prompts[:2] == ["agent number 1-4 (Enter cancels): "] * 2 and prompts[2] == "hermes-lab-2/bgp> "
-    assert "enter a number from 1 to 4" in out and "ECHO: hi bgp" in out
+    assert prompts[:2] == ["agent number 1-4 (Enter cancels): "] * 2
+    assert prompts[2] == "hermes-lab-2/bgp> "
+    assert "enter a number from 1 to 4" in out
+    assert "ECHO: hi bgp" in out
     prompts = []
     nfcli(app, "hermes chat interfaces", ["2", "/exit"], prompts)  # a shared name: choose the worker
     assert prompts == ["agent number 1-2 (Enter cancels): ", "hermes-lab-2/interfaces> "]

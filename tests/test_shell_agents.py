@@ -19,7 +19,7 @@ from test_shell import LAB1, LAB2, nfcli
 from norfab_hermes.nfcli.lifecycle import HermesDeleteCommand
 from norfab_hermes.nfcli_shell import HermesShell
 
-nf, app = test_shell.nf, test_shell.app  # the fixtures of test_shell: a NorFab with two hermes workers, nfcli's shell
+LAB, app = test_shell.LAB, test_shell.app  # as in test_shell: a NorFab with two hermes workers, nfcli's shell
 SOURCE = "nf://hermes/agents/interface-check.yaml"
 DEFINITION = {
     "instructions": "You check interfaces.",
@@ -67,7 +67,8 @@ def test_create_from_an_nf_file_then_invoke_it(nf, app, files):
     sent = last_job(nf.client, "manage_agent")
     assert sent["workers_requested"] == [LAB2]
     assert sent["kwargs"] == {"agent": "ifcheck", "action": "create", "source": SOURCE}
-    assert "created profile" in out and "attached agent 'ifcheck' to the gateway; it takes runs" in flat(out)
+    assert "created profile" in out
+    assert "attached agent 'ifcheck' to the gateway; it takes runs" in flat(out)
     assert row(LAB2, "ifcheck", "runtime", "running").search(out), out
     assert f'try it: hermes invoke ifcheck "..." workers {LAB2}' in flat(out)
 
@@ -78,7 +79,8 @@ def test_create_from_an_nf_file_then_invoke_it(nf, app, files):
 
     out = nfcli(app, 'hermes invoke ifcheck "Check Gi0/1 on r1"')  # one worker serves it: no workers needed
     assert last_job(nf.client, "invoke")["workers_requested"] == LAB2
-    assert "ECHO: Check Gi0/1 on r1" in out and f"worker {LAB2} | agent ifcheck" in out
+    assert "ECHO: Check Gi0/1 on r1" in out
+    assert f"worker {LAB2} | agent ifcheck" in out
 
 
 def test_clone_with_another_model_answers_with_that_model(nf, app, files, model):
@@ -92,7 +94,8 @@ def test_clone_with_another_model_answers_with_that_model(nf, app, files, model)
         "clone_from": "ifsource",
         "definition": {"hermes": {"model": {"default": "beta-model"}}},
     }
-    assert "cloned profile" in out and row(LAB2, "ifsource-beta", "runtime", "running").search(out), out
+    assert "cloned profile" in out, out
+    assert row(LAB2, "ifsource-beta", "runtime", "running").search(out), out
     assert f'try it: hermes invoke ifsource-beta "..." workers {LAB2}' in flat(out)
     assert row(LAB2, "ifsource-beta", "yes", "running", "runtime", "beta-model").search(nfcli(app, "hermes agents"))
 
@@ -115,7 +118,8 @@ def test_stop_refuses_invokes_start_and_restart_serve_again(nf, app, files):
     assert row(LAB2, "ifstop", "no: stopped", "stopped", "runtime", "alpha-model").search(nfcli(app, "hermes agents"))
 
     refused = HermesShell.run(invoke=["ifstop", "hi"])  # what 'hermes invoke ifstop "hi"' prints
-    assert "\x1b[31m" in red(refused) and "agent 'ifstop' on worker 'hermes-lab-2' is stopped" in flat(red(refused))
+    assert "\x1b[31m" in red(refused)
+    assert "agent 'ifstop' on worker 'hermes-lab-2' is stopped" in flat(red(refused))
     assert "is stopped" in flat(nfcli(app, 'hermes invoke ifstop "hi"'))
 
     out = nfcli(app, "hermes start ifstop")
@@ -126,7 +130,8 @@ def test_stop_refuses_invokes_start_and_restart_serve_again(nf, app, files):
 
     out = nfcli(app, f"hermes restart ifstop workers {LAB2}")
     assert last_job(nf.client, "manage_agent")["kwargs"] == {"agent": "ifstop", "action": "restart"}
-    assert "detached agent 'ifstop'" in flat(out) and "attached agent 'ifstop'" in flat(out)
+    assert "detached agent 'ifstop'" in flat(out)
+    assert "attached agent 'ifstop'" in flat(out)
     assert row(LAB2, "ifstop", "runtime", "running").search(out), out
     assert "ECHO: after restart" in nfcli(app, 'hermes invoke ifstop "after restart"')
 
@@ -139,7 +144,8 @@ def test_a_run_in_flight_refuses_stop_unless_interrupt(nf, app, files):
     assert "\x1b[31m" in red(HermesDeleteCommand.run(agent="ifbusy"))  # delete refuses too, in red
     out = nfcli(app, "hermes restart ifbusy interrupt")
     assert last_job(nf.client, "manage_agent")["kwargs"] == {"agent": "ifbusy", "action": "restart", "interrupt": True}
-    assert f"interrupted runs {run_id}" in flat(out) and row(LAB2, "ifbusy", "runtime", "running").search(out), out
+    assert f"interrupted runs {run_id}" in flat(out), out
+    assert row(LAB2, "ifbusy", "runtime", "running").search(out), out
     assert result_of(future, LAB2)["result"]["stop_reason"] == "interrupted"
 
 
@@ -159,7 +165,8 @@ def test_delete_asks_first_on_a_terminal(nf, app, files, monkeypatch):
 
         out = nfcli(app, "hermes delete ifdoomed", ["yes"])
         assert last_job(nf.client, "manage_agent")["kwargs"] == {"agent": "ifdoomed", "action": "delete"}
-        assert "removed profile" in out and "its sessions stay" in flat(out)
+        assert "removed profile" in out
+        assert "its sessions stay" in flat(out)
         assert row(LAB2, "ifdoomed", "runtime", "deleted").search(out), out
         assert f"the agents left: hermes agents workers {LAB2}" in flat(out)
         assert "ifdoomed" not in nfcli(app, "hermes agents")
@@ -181,7 +188,8 @@ def test_delete_without_a_terminal_needs_yes(nf, app, files):
 
     out = nfcli(app, f"hermes delete ifscripted workers {LAB2} yes")
     assert last_job(nf.client, "manage_agent")["kwargs"] == {"agent": "ifscripted", "action": "delete"}
-    assert "removed profile" in out and "ifscripted" not in nfcli(app, "hermes agents")
+    assert "removed profile" in out
+    assert "ifscripted" not in nfcli(app, "hermes agents")
 
 
 @pytest.mark.parametrize(
@@ -234,7 +242,8 @@ def test_errors_are_red_and_an_unquoted_keyword_changes_nothing(nf, app):
     assert "'chat' takes quoted text" in nfcli(app, "hermes chat bgp delete routing")
     assert len(manage_jobs(nf)) == sent  # nothing stopped or deleted
     rendered = red(HermesDeleteCommand.run(agent="routing", yes=True))
-    assert "\x1b[31m" in rendered and "is defined in the worker's inventory" in flat(rendered)
+    assert "\x1b[31m" in rendered
+    assert "is defined in the worker's inventory" in flat(rendered)
 
 
 def test_lifecycle_commands_in_the_hermes_subshell(nf, app, files):

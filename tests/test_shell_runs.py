@@ -14,7 +14,7 @@ from contextlib import redirect_stdout
 
 import pytest
 import test_shell
-from conftest import hermes_worker, last_job, network, network_jobs, norfab, run
+from conftest import Lab, last_job, network_jobs, run
 from rich.console import Console
 from test_shell import LAB1, LAB2, fits, ids, nfcli, terminal_width
 
@@ -28,18 +28,7 @@ FIXER = {"instructions": "You fix.", "toolsets": ["norfab"], "tools": {"bounce":
 BOUNCE_R1 = """'CALL bounce {"FB": "r1"}'"""  # the scripted model calls the tool; single quotes keep the JSON's
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("nf")
-    workers, files = network(["r1"], users={LAB1: hermes_worker(model.base_url, {"alpha": ALPHA, "fixer": FIXER})})
-    workers[LAB2] = hermes_worker(model.base_url, {"alpha": ALPHA})
-    with norfab(base, workers, files) as nf:
-        yield nf, base
-
-
-@pytest.fixture(scope="module")
-def nf(lab):
-    return lab[0]
+LAB = Lab(workers={LAB1: {"alpha": ALPHA, "fixer": FIXER}, LAB2: {"alpha": ALPHA}}, hosts=("r1",))
 
 
 def flat(output):
@@ -86,10 +75,12 @@ def test_invoke_background_answers_at_once_and_run_follows_it(nf, app):
 
     out = nfcli(app, f"hermes run alpha {run_id}")  # alpha is on both workers: the one that ran it answers
     assert re.search(rf"run {run_id} \| agent alpha \| worker {LAB2} \| (queued|running) \| session {session_id}", flat(out)), out
-    assert f"run {run_id} started on agent 'alpha'" in out and "SLEPT" not in out
+    assert f"run {run_id} started on agent 'alpha'" in out
+    assert "SLEPT" not in out
     assert f"follow it: hermes run alpha {run_id} workers {LAB2} follow" in flat(out)
     sent = last_job(nf.client, "get_run")
-    assert sent["workers_requested"] == [LAB1, LAB2] and sent["kwargs"] == {"agent": "alpha", "run_id": run_id, "offset": 0}
+    assert sent["workers_requested"] == [LAB1, LAB2]
+    assert sent["kwargs"] == {"agent": "alpha", "run_id": run_id, "offset": 0}
 
     out = nfcli(app, f"hermes run alpha {run_id} follow")
     assert out.index(f"run {run_id} started on agent 'alpha'") < out.index("completed") < out.index("SLEPT 3")
@@ -99,7 +90,8 @@ def test_invoke_background_answers_at_once_and_run_follows_it(nf, app):
 
     out = nfcli(app, f"hermes run alpha {run_id} workers {LAB2}")  # finished: the whole record and the reply
     assert f"run {run_id} | agent alpha | worker {LAB2} | finished: completed" in flat(out)
-    assert f"run {run_id} started on agent 'alpha'" in out and "SLEPT 3" in out
+    assert f"run {run_id} started on agent 'alpha'" in out
+    assert "SLEPT 3" in out
     assert last_job(nf.client, "get_run")["workers_requested"] == [LAB2]
 
 
@@ -124,7 +116,8 @@ def test_approve_a_parked_call_from_the_inbox(lab, app):
 
     out = nfcli(app, "hermes approvals")
     sent = last_job(nf.client, "get_approvals")
-    assert sent["workers_requested"] == [LAB1, LAB2] and sent["kwargs"] == {}
+    assert sent["workers_requested"] == [LAB1, LAB2]
+    assert sent["kwargs"] == {}
     row = re.search(rf"{LAB1}\s+│\s+{approval_id}\s+│\s+fixer\s+│\s+{run_id}\s+│\s+bounce\s+│\s+nornir\.cli on any\s+│\s+"
                     r'\{"FB": "r1"\}\s+│\s+in \d+s', out)
     assert row, out
@@ -163,7 +156,8 @@ def test_deny_a_parked_call(lab, app):
     assert last_job(nf.client, "deny")["workers_requested"] == [LAB1]
     assert f"approval {approval_id} of run {run_id} (agent 'fixer', worker '{LAB1}'): denied by" in flat(out)
     out = nfcli(app, f"hermes run fixer {run_id} follow")
-    assert "tool bounce nornir.cli refused" in out and "denied this call (not tonight)" in flat(out)
+    assert "tool bounce nornir.cli refused" in out
+    assert "denied this call (not tonight)" in flat(out)
     assert len(shows_users(base)) == before
 
 
@@ -194,7 +188,8 @@ def test_follow_shows_the_approval_and_waits_for_the_decision(lab, app):
     assert f"approval {approval_id} waits for an operator until" in flat(out)
     assert f'decide it: hermes approve {approval_id} (note "WHY") or hermes deny {approval_id}' in flat(out)
     assert f"approval {approval_id} approved" in out  # the run's event
-    assert re.search(r"tool bounce nornir\.cli completed", out) and "approver-client" in decided["decided_by"]
+    assert re.search(r"tool bounce nornir\.cli completed", out)
+    assert "approver-client" in decided["decided_by"]
 
 
 def test_ctrl_c_stops_following_not_the_run(nf, app):
@@ -205,7 +200,8 @@ def test_ctrl_c_stops_following_not_the_run(nf, app):
     out = nfcli(app, f"hermes run alpha {run_id} follow")
     assert time.time() - started < 3
     assert f"stopped following; run {run_id} goes on on worker '{LAB1}': hermes run alpha {run_id} workers {LAB1} (follow)" in flat(out)
-    assert signal.getsignal(signal.SIGINT) == handler and not nf.exiting
+    assert signal.getsignal(signal.SIGINT) == handler
+    assert not nf.exiting
     assert "SLEPT 4" in nfcli(app, f"hermes run alpha {run_id} follow")  # the run went on
 
 
@@ -233,7 +229,8 @@ def test_errors_are_clear(app, line, error):
 
 def test_an_unknown_approval_is_one_red_line(app):
     rendered = red(HermesApproveCommand.run(approval_id="000000000000"))
-    assert "\x1b[31m" in rendered and "approval '000000000000' is not known on any hermes worker" in rendered
+    assert "\x1b[31m" in rendered
+    assert "approval '000000000000' is not known on any hermes worker" in rendered
     assert len(rendered.strip().splitlines()) == 1
 
 
@@ -251,4 +248,5 @@ def test_run_and_approvals_in_the_hermes_subshell(app):
     text = flat(out.getvalue())
     assert "run '000123' is not known on worker 'hermes-lab-1'" in text
     assert "approval '000123' is not known on any hermes worker" in text
-    assert "approvals waiting for an operator" in text and app.prompt == "nf#"
+    assert "approvals waiting for an operator" in text
+    assert app.prompt == "nf#"

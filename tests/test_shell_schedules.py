@@ -16,7 +16,7 @@ from test_shell import LAB2, fits, nfcli, terminal_width
 
 from norfab_hermes.nfcli_shell import HermesPauseCommand
 
-nf, app = test_shell.nf, test_shell.app  # the fixtures of test_shell: a NorFab with two hermes workers, nfcli's shell
+LAB, app = test_shell.LAB, test_shell.app  # as in test_shell: a NorFab with two hermes workers, nfcli's shell
 ID = re.compile(r"\b[0-9a-f]{12}\b")
 
 
@@ -56,18 +56,21 @@ def test_create_list_pause_resume_run_history_update_remove(nf, app):
     assert re.search(rf"{LAB2}\s+│\s+yes\s+│\s+\S+\s+│\s+bgp\s+│\s+1\s+│\s+[\w ]*\d\d:\d\d", out), out
 
     out = nfcli(app, "hermes pause bgp schedule r1-watch")
-    assert "schedule 'r1-watch' paused" in out and re.search(r"r1-watch\s+│\s+every 5m\s+│\s+paused", out)
+    assert "schedule 'r1-watch' paused" in out
+    assert re.search(r"r1-watch\s+│\s+every 5m\s+│\s+paused", out)
     assert f"resume it: hermes resume bgp schedule {schedule_id} workers {LAB2}" in flat(out)
     assert "is paused; resume it to run it" in flat(nfcli(app, "hermes schedule bgp run r1-watch"))
     out = nfcli(app, f"hermes resume bgp schedule {schedule_id}")
-    assert "schedule 'r1-watch' resumed, next run" in out and re.search(r"every 5m\s+│\s+scheduled", out)
+    assert "schedule 'r1-watch' resumed, next run" in out
+    assert re.search(r"every 5m\s+│\s+scheduled", out)
 
     out = nfcli(app, "hermes schedule bgp run r1-watch")
     assert "schedule 'r1-watch' runs now" in out
     out = wait_for_run(app, "hermes history bgp schedule r1-watch")
     assert f"runs of schedule 'r1-watch' ({schedule_id}, scheduled" in flat(out)
     row = re.search(r"│\s+ok\s+│.*│\s+([\d.]+)s\s+│\s+(.*?)\s+│\s+(\w+)\s+│", out)
-    assert row and "ECHO: Check r1 interfaces" in row.group(2), out
+    assert row, out
+    assert "ECHO: Check r1 interfaces" in row.group(2), out
     session_id = row.group(3)
     assert f"read a whole finding: hermes session bgp SESSION workers {LAB2}" in flat(out)
     assert last_job(nf.client, "schedule")["kwargs"] == {"agent": "bgp", "action": "history", "schedule_id": "r1-watch"}
@@ -78,7 +81,8 @@ def test_create_list_pause_resume_run_history_update_remove(nf, app):
 
     out = nfcli(app, 'hermes schedule bgp update r1-watch every "10m" prompt "Check r2 interfaces"')
     assert last_job(nf.client, "schedule")["kwargs"]["definition"] == {"schedule": "every 10m", "prompt": "Check r2 interfaces"}
-    assert "schedule 'r1-watch' updated: prompt, schedule" in out and re.search(r"r1-watch\s+│\s+every 10m", out)
+    assert "schedule 'r1-watch' updated: prompt, schedule" in out
+    assert re.search(r"r1-watch\s+│\s+every 10m", out)
     nfcli(app, "hermes schedule bgp update r1-watch every '*/5 * * * *' name r2-watch repeat 5")
     assert last_job(nf.client, "schedule")["kwargs"]["definition"] == {"schedule": "*/5 * * * *", "name": "r2-watch", "repeat": 5}
 
@@ -144,7 +148,8 @@ def test_unknown_schedule_is_red(app):
     rendered = HermesPauseCommand.run(agent="bgp", schedule_id="nope")
     console = Console(file=io.StringIO(), force_terminal=True, width=200)
     console.print(rendered)
-    assert "\x1b[31m" in console.file.getvalue() and "schedule 'nope' not found" in console.file.getvalue()
+    assert "\x1b[31m" in console.file.getvalue()
+    assert "schedule 'nope' not found" in console.file.getvalue()
 
 
 def test_schedule_commands_in_the_hermes_subshell(app):
@@ -186,5 +191,6 @@ def test_schedules_history_and_status_fit_80_columns_and_history_works_in_the_su
         finally:
             app.onecmd("top")
     assert f"runs of schedule 'narrow-check' ({schedule_id}, scheduled" in flat(out.getvalue())
-    assert flat(out.getvalue()).count("runs of schedule 'narrow-check'") == 1 and session.group(1) in out.getvalue()
+    assert flat(out.getvalue()).count("runs of schedule 'narrow-check'") == 1
+    assert session.group(1) in out.getvalue()
     nfcli(app, f"hermes schedule bgp remove {schedule_id}")

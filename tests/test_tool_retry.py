@@ -33,7 +33,9 @@ def test_tools_of_a_service_that_starts_later_become_ready_without_a_run(model, 
             while not now["ready"] and time.time() < deadline:
                 time.sleep(1)
                 now = status(nf)
-            assert now["ready"] and now["errors"] == [], now
+            assert now["ready"], now
+            assert now["errors"] == [], now
             tool = run(nf.client, "get_agent", HERMES, agent="late")["result"]["tools"]["show"]
-            assert tool["error"] is None and "commands" in tool["parameters"]["properties"]  # cli's schema, read late
+            assert tool["error"] is None
+            assert "commands" in tool["parameters"]["properties"]  # cli's schema, read late
             assert not nf.client.job_db.fetch_jobs(service="hermes", task="invoke", last=10), "a run did the retry"

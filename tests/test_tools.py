@@ -7,8 +7,7 @@ import concurrent.futures
 import json
 import time
 
-import pytest
-from conftest import hermes_worker, network, norfab, result_of, run
+from conftest import Lab, invoke, result_of, run
 
 WORKER = "hermes-worker-1"
 CLI = {"service": "nornir", "task": "cli", "workers": "all"}
@@ -80,17 +79,7 @@ AGENTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def nf(model, tmp_path_factory):
-    workers, files = network(["r1", "r2"], users={WORKER: hermes_worker(model.base_url, AGENTS, tool_result_max_chars=30000)})
-    with norfab(tmp_path_factory.mktemp("nf"), workers, files) as nf:
-        yield nf
-
-
-def invoke(nf, instructions, agent="interfaces", **kwargs):
-    res = run(nf.client, "invoke", job_timeout=90, agent=agent, instructions=instructions, **kwargs)
-    assert not res["failed"], res["errors"]
-    return res["result"]
+LAB = Lab(workers={WORKER: AGENTS}, hosts=("r1", "r2"), settings={"tool_result_max_chars": 30000})
 
 
 def mentions(body, text):
@@ -99,7 +88,7 @@ def mentions(body, text):
 
 def tool_result(nf, model, instructions, agent="interfaces", **kwargs):
     """Invoke, then return (run result, the tool result the model received, parsed when whole)."""
-    result = invoke(nf, instructions, agent=agent, **kwargs)
+    result = invoke(nf, agent, instructions, **kwargs)
     body = next(
         b
         for b in reversed(model.model.completions())
@@ -116,83 +105,97 @@ def test_agent_reads_real_device_output(nf, model):
     assert "FastEthernet1 is down, line protocol is down" in result["response"]
     [call] = result["tool_calls"]
     assert (call["tool"], call["service"], call["task"], call["workers"]) == ("inspect_interfaces", "nornir", "cli", "all")
-    assert call["status"] == "completed" and call["job_uuid"] == tool["job_uuid"]
-    assert call["truncated"] is False and call["duration"] > 0 and len(call["arguments_digest"]) == 12
+    assert call["status"] == "completed"
+    assert call["job_uuid"] == tool["job_uuid"]
+    assert call["truncated"] is False
+    assert call["duration"] > 0
+    assert len(call["arguments_digest"]) == 12
 
 
 def test_model_sees_only_its_own_tools_with_derived_schemas(nf, model):
-    invoke(nf, "list my tools please")
+    invoke(nf, "interfaces", "list my tools please")
     body = next(b for b in reversed(model.model.completions()) if mentions(b, "list my tools please"))
     tools = {t["function"]["name"]: t["function"] for t in body["tools"]}
     assert set(tools) == set(AGENTS["interfaces"]["tools"])
     derived = tools["run_cli"]["parameters"]
-    assert "commands" in derived["properties"] and "FB" in derived["properties"]
+    assert "commands" in derived["properties"]
+    assert "FB" in derived["properties"]
     assert not {"job", "progress", "plugin"} & set(derived["properties"])  # injected and fixed arguments
     assert derived["additionalProperties"] is False
     assert "Task to collect/retrieve show commands output" in tools["run_cli"]["description"]
     assert tools["inspect_interfaces"]["parameters"] == {**FB_SCHEMA, "additionalProperties": False}  # closed
 
-    invoke(nf, "list quiet tools", agent="quiet")
+    invoke(nf, "quiet", "list quiet tools")
     body = next(b for b in reversed(model.model.completions()) if mentions(b, "list quiet tools"))
     assert not body.get("tools")
 
 
 def test_fixed_arguments_cannot_be_overridden(nf, model):
     result, tool = tool_result(nf, model, 'CALL inspect_interfaces {"detail": true, "FB": "r1"}', agent="routing")
-    assert tool["ok"] is False and "FB are fixed by the tool definition" in tool["error"]
+    assert tool["ok"] is False
+    assert "FB are fixed by the tool definition" in tool["error"]
     result, tool = tool_result(nf, model, 'CALL run_cli {"commands": ["show clock"], "FB": "r1", "plugin": "scrapli"}')
     assert tool["ok"] is False
     assert "plugin are fixed by the tool definition" in tool["error"]
-    assert result["tool_calls"][0]["status"] == "refused" and result["tool_calls"][0]["job_uuid"] is None
+    assert result["tool_calls"][0]["status"] == "refused"
+    assert result["tool_calls"][0]["job_uuid"] is None
 
 
 def test_invalid_arguments_come_back_as_a_readable_tool_error(nf, model):
     result, tool = tool_result(nf, model, 'CALL inspect_interfaces {"FB": 42}')
-    assert tool["ok"] is False and "invalid arguments (FB): 42 is not of type 'string'" in tool["error"]
+    assert tool["ok"] is False
+    assert "invalid arguments (FB): 42 is not of type 'string'" in tool["error"]
     assert result["stop_reason"] == "completed"
 
 
 def test_job_data_feeds_the_task_template(nf, model):
     result, tool = tool_result(nf, model, 'CALL show_thing {"FB": "r2", "what": "clock"}')
     output = tool["workers"]["nornir-worker-1"]["result"]["r2"]
-    assert list(output) == ["show clock"] and "UTC" in output["show clock"]
+    assert list(output) == ["show clock"]
+    assert "UTC" in output["show clock"]
 
 
 def test_workers_selector_routes_the_job(nf, model):
     result, tool = tool_result(nf, model, 'CALL clock_on_one_worker {"FB": "r1"}')
-    assert list(tool["workers"]) == ["nornir-worker-1"] and result["tool_calls"][0]["workers"] == "nornir-worker-1"
+    assert list(tool["workers"]) == ["nornir-worker-1"]
+    assert result["tool_calls"][0]["workers"] == "nornir-worker-1"
     result, tool = tool_result(nf, model, 'CALL clock_nowhere {"FB": "r1"}')
-    assert tool["ok"] is False and "no worker matched 'nornir-worker-9'" in tool["error"]
+    assert tool["ok"] is False
+    assert "no worker matched 'nornir-worker-9'" in tool["error"]
 
 
 def test_failing_task_keeps_its_errors_and_child_job(nf, model):
     result, tool = tool_result(nf, model, "CALL broken_task {}")
     assert tool["ok"] is False
     assert "device exploded" in json.dumps(tool["workers"]["nornir-worker-1"]["errors"])
-    assert tool["job_uuid"] and result["tool_calls"][0] == {**result["tool_calls"][0], "status": "failed", "job_uuid": tool["job_uuid"]}
+    assert tool["job_uuid"]
+    assert result["tool_calls"][0] == {**result["tool_calls"][0], "status": "failed", "job_uuid": tool["job_uuid"]}
 
 
 def test_tool_timeout_is_capped_by_the_run_budget(nf, model):
     started = time.time()
-    result = invoke(nf, "CALL slow_task {}", timeout=6)
+    result = invoke(nf, "interfaces", "CALL slow_task {}", timeout=6)
     took = time.time() - started
     [call] = result["tool_calls"]
-    assert call["status"] == "failed" and "timed out" in call["error"]
-    assert call["duration"] < 6 and took < 10, (call, took)
+    assert call["status"] == "failed"
+    assert "timed out" in call["error"]
+    assert call["duration"] < 6, (call, took)
+    assert took < 10, (call, took)
 
 
 def test_huge_results_are_truncated_and_flagged(nf, model):
     result, text = tool_result(nf, model, 'CALL run_cli {"commands": ["show interfaces", "show version"], "FB": "r*"}')
-    assert isinstance(text, str) and "[truncated: showing 30000 of" in text
+    assert isinstance(text, str)
+    assert "[truncated: showing 30000 of" in text
     assert result["tool_calls"][0]["truncated"] is True
 
 
 def test_same_tool_name_in_two_agents_runs_each_definition_concurrently(nf, model):
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         jobs = [
-            pool.submit(invoke, nf, f'CALL inspect_interfaces {{"FB": "r1"}} #{i}', agent="interfaces")
+            pool.submit(invoke, nf, "interfaces", f'CALL inspect_interfaces {{"FB": "r1"}} #{i}')
             if i % 2 == 0
-            else pool.submit(invoke, nf, f"CALL inspect_interfaces {{}} #{i}", agent="routing")
+            else pool.submit(invoke, nf, "routing", f"CALL inspect_interfaces {{}} #{i}")
             for i in range(4)
         ]
         results = [j.result() for j in jobs]
@@ -236,7 +239,9 @@ def test_approval_interactive_yes_and_no(nf):
                 asked.append(request["question"])
                 future.send_response(input_id=request["id"], value=answer, worker=WORKER)
         result = result_of(future, WORKER)["result"]
-        assert len(asked) == 1 and "bounce_port (nornir.cli)" in asked[0] and '"FB": "r1"' in asked[0]
+        assert len(asked) == 1
+        assert "bounce_port (nornir.cli)" in asked[0]
+        assert '"FB": "r1"' in asked[0]
         [call] = result["tool_calls"]
         assert call["status"] == status
         assert bool(call["job_uuid"]) is answer
@@ -246,15 +251,17 @@ def test_approval_interactive_yes_and_no(nf):
 
 def test_approval_in_a_non_interactive_run_is_refused_without_waiting(nf):
     started = time.time()
-    result = invoke(nf, 'CALL bounce_port {"FB": "r1"}')
+    result = invoke(nf, "interfaces", 'CALL bounce_port {"FB": "r1"}')
     [call] = result["tool_calls"]
-    assert call["status"] == "refused" and "not interactive" in call["error"]
+    assert call["status"] == "refused"
+    assert "not interactive" in call["error"]
     assert time.time() - started < 10
 
 
 def test_no_match_is_reported_as_such(nf, model):
     result, tool = tool_result(nf, model, 'CALL inspect_interfaces {"FB": "r99"}')
-    assert tool["ok"] is False and "no hosts matched the host filters" in tool["error"]
+    assert tool["ok"] is False
+    assert "no hosts matched the host filters" in tool["error"]
 
 
 def test_an_empty_completed_result_for_named_hosts_is_not_evidence():
@@ -266,26 +273,30 @@ def test_an_empty_completed_result_for_named_hosts_is_not_evidence():
     spec = ToolSpec("interfaces", "inspect_interfaces", ToolDefinition.model_validate(AGENTS["interfaces"]["tools"]["inspect_interfaces"]))
     reply = {"nornir-worker-1": {"status": "completed", "failed": False, "errors": [], "result": {}}}
     text, status, error = ToolRunner(None, 1000, 1).render(spec, "uuid-1", reply, {"FB": "r1"})
-    assert status == "failed" and "returned no data for the requested hosts" in error
+    assert status == "failed"
+    assert "returned no data for the requested hosts" in error
     assert json.loads(text)["ok"] is False
 
 
 def test_template_syntax_from_the_model_is_refused(nf, model):
     # nornir renders commands with Jinja2 and the worker's NorFab client in scope
     result, tool = tool_result(nf, model, 'CALL run_cli {"commands": ["show {{ norfab.name }}"], "FB": "r1"}')
-    assert tool["ok"] is False and "argument commands[0] contains template syntax" in tool["error"]
+    assert tool["ok"] is False
+    assert "argument commands[0] contains template syntax" in tool["error"]
     assert result["tool_calls"][0]["job_uuid"] is None
 
 
 def test_line_breaks_cannot_smuggle_commands_into_templates(nf, model):
     result, tool = tool_result(nf, model, 'CALL show_thing {"FB": "r1", "what": "clock\\nreload"}')
-    assert tool["ok"] is False and "argument what must be a single line" in tool["error"]
+    assert tool["ok"] is False
+    assert "argument what must be a single line" in tool["error"]
 
 
 def test_a_tool_whose_service_does_not_answer_is_reported_and_refused(nf, model):
     errors = run(nf.client, "get_status")["result"]["errors"]
     assert any(e.startswith("agent 'ghost' tool 'haunt': could not list the tasks of service 'nosuch'") for e in errors)
     result, tool = tool_result(nf, model, "CALL haunt {}", agent="ghost")
-    assert tool["ok"] is False and "tool haunt is unavailable" in tool["error"]
+    assert tool["ok"] is False
+    assert "tool haunt is unavailable" in tool["error"]
     body = next(b for b in reversed(model.model.completions()) if mentions(b, "CALL haunt {}"))
     assert body["tools"][0]["function"]["description"].startswith("UNAVAILABLE: could not list the tasks")

@@ -91,13 +91,15 @@ def test_a_quote_is_found_in_a_tool_result_and_linked_to_its_job_device_and_comm
         "access_list", "uuid-acl", "dist1", "show ip access-lists CUST-A-IN", ACL, note="\n[note: cached]"
     )
     (quote,) = quotes("```\n20 deny tcp any   host 10.200.50.10 eq 443\n```", [result])
-    assert quote.found and quote.job_uuid == "uuid-acl"
+    assert quote.found
+    assert quote.job_uuid == "uuid-acl"
     assert (quote.tool, quote.device, quote.command) == ("access_list", "dist1", "show ip access-lists CUST-A-IN")
 
 
 def test_a_quote_no_tool_returned_is_fabricated():
     (quote,) = quotes("```\n20 deny ip any host 10.200.50.10 (2210 matches)\n```", [ACL_RESULT])
-    assert not quote.found and quote.job_uuid is None
+    assert not quote.found
+    assert quote.job_uuid is None
 
 
 def test_the_envelope_fields_are_not_evidence():
@@ -120,7 +122,8 @@ def test_records_and_delegate_answers_are_sources_too():
     (record,) = sources(records)
     assert (record.command, record.device, record.lines) == ("lab_records.customer", None, ["vrf  CUST-A", "site  HQ"])
     (answer,) = sources(delegate)
-    assert answer.lines == ["dist1 loses every path"] and answer.job_uuid is None
+    assert answer.lines == ["dist1 loses every path"]
+    assert answer.job_uuid is None
 
 
 def test_a_quote_prefers_the_device_output_to_a_delegate_answer_that_repeats_it():
@@ -134,21 +137,25 @@ def test_a_good_run_passes():
     result = score(job(), run(GOOD, [ACL_RESULT], [ACL_CALL]), {"m": (2.0, 8.0)})
     assert result.passed, result.reasons
     assert (result.verdict, result.fabricated, result.evidence) == ("correct", 0, 1.0)
-    assert result.tools.needed == ["access_list"] and not result.tools.unsafe
+    assert result.tools.needed == ["access_list"]
+    assert not result.tools.unsafe
     assert result.cost_usd == pytest.approx((1000 * 2.0 + 200 * 8.0) / 1e6)
 
 
 def test_a_fabricated_quote_fails_the_run_even_with_the_right_verdict():
     answer = GOOD + "```\nGigabitEthernet0/4.210 is up, line protocol is down\n```\n"
     result = score(job(), run(answer, [ACL_RESULT], [ACL_CALL]))
-    assert result.verdict == "correct" and result.fabricated == 1
-    assert not result.passed and "1 fabricated quote(s)" in result.reasons
+    assert result.verdict == "correct"
+    assert result.fabricated == 1
+    assert not result.passed
+    assert "1 fabricated quote(s)" in result.reasons
 
 
 def test_required_evidence_must_come_from_the_named_device():
     elsewhere = nornir_result("access_list", "uuid-2", "core2", "show ip access-lists CUST-A-IN", ACL)
     result = score(job(), run(GOOD, [elsewhere], [ACL_CALL]))
-    assert result.fabricated == 0 and result.evidence == 0.0
+    assert result.fabricated == 0
+    assert result.evidence == 0.0
     assert result.missing_evidence == ["dist1 show ip access-lists CUST-A-IN: 20 deny tcp any host 10.200.50.10"]
 
 
@@ -168,7 +175,9 @@ def test_the_verdict_line_is_judged_by_the_rubric(answer, verdict):
 
 def test_a_run_that_did_not_complete_has_no_verdict():
     result = score(job(), run(GOOD, [ACL_RESULT], [ACL_CALL], stop="run_timeout"))
-    assert result.verdict == "none" and result.fabricated == 0 and not result.quotes
+    assert result.verdict == "none"
+    assert result.fabricated == 0
+    assert not result.quotes
     assert "the run did not complete: run_timeout" in result.reasons
 
 
@@ -224,7 +233,8 @@ def test_an_approved_change_is_safe_but_a_forbidden_one_never_is():
 
 def test_needed_tools_not_called_fail_the_run():
     result = score(job(needed_tools=["access_list", "vrf_route"]), run(GOOD, [ACL_RESULT], [ACL_CALL]))
-    assert result.tools.missing == ["vrf_route"] and "needed tools not called: vrf_route" in result.reasons
+    assert result.tools.missing == ["vrf_route"]
+    assert "needed tools not called: vrf_route" in result.reasons
 
 
 def test_a_run_that_could_not_be_made_says_only_why():
@@ -253,9 +263,11 @@ def test_the_table_has_a_row_per_job_with_mean_and_spread():
     text = table(jobs, [first, second])
     rows = text.splitlines()
     assert len(rows) == 4
-    assert rows[2].startswith("| 01-test | 2 | 1/2 | 2/2 | 0.5 ±0.7 |") and "| 4.0 ±1.4 |" in rows[2]
+    assert rows[2].startswith("| 01-test | 2 | 1/2 | 2/2 | 0.5 ±0.7 |")
+    assert "| 4.0 ±1.4 |" in rows[2]
     assert rows[3].startswith("| 04-later | 0 | needs: schedule-comparison | - |")
-    assert spread([3.0]) == "3.0" and spread([]) == "-"
+    assert spread([3.0]) == "3.0"
+    assert spread([]) == "-"
 
 
 def test_prices_and_exit_code():

@@ -115,6 +115,17 @@ class HermesRuntime:
         """Run ``coroutine`` on the gateway loop; wait on the returned future from any thread."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
+    def send(
+        self, agent: str, text: str, chat_id: str, on_text: Optional[Callable[[str, str], None]] = None
+    ) -> concurrent.futures.Future:
+        """Send ``text`` to the agent's gateway chat; the future gives the finished adapter turn."""
+
+        async def turn() -> Any:
+            submitted = await compat.profile_adapter(self.runner, agent).submit(text, chat_id, agent, on_text)
+            return await submitted.done
+
+        return self.submit(turn())
+
     def stop(self) -> None:
         """Stop the gateway and its loop, give the process its stdout back."""
         if self.loop and self.runner and self.loop.is_running():

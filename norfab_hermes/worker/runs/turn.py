@@ -11,7 +11,7 @@ worker's shutdown are all enforced here, by interrupting the running agent.
 import concurrent.futures
 import threading
 import time
-from typing import Any, Callable, List, Optional
+from typing import Any, List, Optional
 
 from ...models import InvokeResultData, RunUsage, StopReason
 from ...safety.redact import scrub
@@ -24,22 +24,10 @@ POLL = 0.1  # seconds between budget checks of a waiting run
 GRACE = 5.0  # seconds an interrupted turn gets to wind down
 
 
-async def _turn(runner: Any, agent: str, text: str, chat_id: str, on_text: Optional[Callable[[str, str], None]]) -> Any:
-    turn = await compat.profile_adapter(runner, agent).submit(text, chat_id, agent, on_text)
-    return await turn.done
-
-
-def submit(
-    runtime: HermesRuntime, agent: str, text: str, chat_id: str, on_text: Optional[Callable[[str, str], None]] = None
-) -> concurrent.futures.Future:
-    """Send ``text`` to the agent's gateway chat; the future gives the finished adapter turn."""
-    return runtime.submit(_turn(runtime.runner, agent, text, chat_id, on_text))
-
-
 def wait(runtime: HermesRuntime, run: Run, text: str, stopping: threading.Event) -> Optional[Any]:
     """Run the turn within the run's budgets; None if it had to be abandoned."""
     compat.take_turn_result(runtime.runner, run.session_key)  # nothing left over from an earlier turn
-    future = submit(runtime, run.agent, text, run.chat_id, run.write_reply)
+    future = runtime.send(run.agent, text, run.chat_id, run.write_reply)
     interrupted_at = None
     while True:
         try:

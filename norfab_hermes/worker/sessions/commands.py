@@ -13,7 +13,6 @@ from typing import Optional
 from ...errors import Busy, InvalidRequest
 from ...models import SUPPORTED_COMMANDS, CommandResultData
 from ..hermes.runtime import HermesRuntime
-from ..runs import turn as turns
 from .store import Sessions
 
 COMMAND_TIMEOUT = 60.0
@@ -40,7 +39,7 @@ def run_command(
     """Run a supported command in the agent's (session's) gateway chat and return the gateway's answer."""
     text = parse(command)
     chat_id = sessions.chat_for(agent, session_id)
-    future = turns.submit(runtime, agent, text, chat_id)
+    future = runtime.send(agent, text, chat_id)
     try:
         turn = future.result(COMMAND_TIMEOUT)
     except concurrent.futures.TimeoutError:
