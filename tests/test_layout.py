@@ -59,7 +59,9 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # |   eval               |   (eval also testing: it runs the shipped lab and scripted model)  |
 # | worker/files.py      | nothing of the package                                             |
 # | worker/hermes/       | the pure rooms, worker/files.py                                    |
-# | worker/tools/        | the pure rooms (it reaches NorFab through the worker's client)     |
+# | worker/changes/      | the pure rooms, files (the change envelope's state)                |
+# | worker/tools/        | the pure rooms, changes (it reaches NorFab through the worker's    |
+# |                      |   client)                                                          |
 # | worker/agents/       | the pure rooms, files, hermes, tools (never runs, schedules, ...)  |
 # | worker/sessions/     | the pure rooms, files, hermes                                      |
 # | worker/runs/         | the pure rooms, files, hermes, tools, agents, sessions             |
@@ -72,7 +74,7 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # worker/tasks/; the tasks reach Hermes only through the host.
 PURE = {"errors", "safety", "models", "norfab_compat"}
 CLIENT = {"routing", "nfcli_shell", "nfcli", "eval"}
-BELOW_HOST = {"files", "hermes", "tools", "agents", "sessions", "runs", "schedules"}
+BELOW_HOST = {"files", "hermes", "changes", "tools", "agents", "sessions", "runs", "schedules"}
 ROOMS = {
     "errors": set(),
     "safety": set(),
@@ -83,7 +85,8 @@ ROOMS = {
     "eval": PURE | CLIENT | {"testing"},
     "files": set(),
     "hermes": PURE | {"files"},
-    "tools": PURE,
+    "changes": PURE | {"files"},
+    "tools": PURE | {"changes"},
     "agents": PURE | {"files", "hermes", "tools"},
     "sessions": PURE | {"files", "hermes"},
     "runs": PURE | {"files", "hermes", "tools", "agents", "sessions"},

@@ -14,8 +14,8 @@ from typing import Dict, List, Optional
 
 from ...errors import InvalidRequest
 from ...models import BreakerState
-from ..runs.run import now_iso
 from . import store
+from .store import now_iso
 
 
 class Breakers:

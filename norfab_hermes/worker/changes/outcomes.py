@@ -18,8 +18,8 @@ from typing import Dict, List, Optional
 
 from ...errors import UnknownOutcome
 from ...models import OutcomeUnknown
-from ..runs.run import now_iso
 from . import store
+from .store import now_iso
 
 CRASHED = "the hermes worker stopped while the change job was in flight; it may or may not have run"
 

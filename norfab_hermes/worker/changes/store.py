@@ -1,7 +1,8 @@
-"""Small JSON files of the change envelope under the instance root, written atomically."""
+"""Small JSON files of the change envelope under the instance root, written atomically; its times."""
 
 import json
 import logging
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,3 +25,7 @@ def load(path: Path, default: Any) -> Any:
 def save(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_file(path, json.dumps(data, indent=1, sort_keys=True))
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")

@@ -35,7 +35,7 @@ from ...safety.changes import EXACT_FILTERS, change_devices, change_digest, subs
 from ..changes.control import ChangeControl
 from ..changes.locks import Holder
 from ..changes.outcomes import CRASHED
-from ..runs.run import now_iso
+from ..changes.store import now_iso
 from . import workflow
 from .checks import ChangeCall, Checks
 from .runner import devices_in
