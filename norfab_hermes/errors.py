@@ -77,9 +77,22 @@ class UnknownRun(HermesError, LookupError):
 
 
 class Busy(HermesError):
-    """Every run slot and queue place of the worker is taken, or a session stayed busy."""
+    """Every run slot and queue place of the worker is taken, a session stayed busy, or an agent
+    started its max_runs_per_minute."""
 
     code = "busy"
+
+
+class NotAllowed(HermesError, PermissionError):
+    """The caller may not do this, e.g. decide an approval whose approvers do not include it."""
+
+    code = "not_allowed"
+
+
+class OverBudget(HermesError):
+    """The agent's daily token or cost budget is spent: no run starts until the next day (UTC)."""
+
+    code = "over_budget"
 
 
 RUN_FINISHED = "run_finished"  # the run exists on this worker and has ended (UnknownRun with this code)

@@ -19,7 +19,8 @@ whose values are those positionals, with their options (``session``,
 lifecycle verbs ``create``, ``clone``, ``stop``, ``start``, ``restart``,
 ``delete`` of :mod:`.nfcli.lifecycle`, ``reset-breaker``) and the id verbs
 ``approve ID``, ``deny ID`` (:mod:`.nfcli.runs`) and ``acknowledge ID``
-(:mod:`.nfcli.changes`) are PICLE key dicts. An agent name equal
+(:mod:`.nfcli.changes`) are PICLE key dicts; ``runs`` and ``audit
+export|verify`` (:mod:`.nfcli.records`) are command models. An agent name equal
 to, or a prefix of, a ``hermes`` keyword must be quoted, and so should
 instructions. ``run`` is also an action of ``schedule``: ``schedule AGENT run
 ID`` arrives as ``schedule`` and ``run`` values and is put back together.
@@ -41,7 +42,7 @@ from rich.text import Text
 
 from .models import CommandResultData
 from .nfcli import changes as change_views
-from .nfcli import lifecycle, picle_compat, runs, schedules
+from .nfcli import lifecycle, picle_compat, records, runs, schedules
 from .nfcli.chat import Chat, pick_agent
 from .nfcli.common import WorkersOption, agent_names, agent_verb, as_str, guarded, misparsed, positionals, router
 from .nfcli.live import error_text, job_event_line, markdown, own_job_event, reply_view, run_turn
@@ -153,7 +154,7 @@ USAGE = """usage:
   hermes session AGENT SESSION (workers WORKER)
   hermes interrupt AGENT run RUN_ID (workers WORKER)
   hermes command AGENT "/COMMAND" (session SESSION) (workers WORKER)
-""" + runs.USAGE + "\n" + change_views.USAGE + "\n" + lifecycle.USAGE + "\n" + schedules.USAGE
+""" + runs.USAGE + "\n" + records.USAGE + "\n" + change_views.USAGE + "\n" + lifecycle.USAGE + "\n" + schedules.USAGE
 
 
 class HermesShell(BaseModel):
@@ -215,6 +216,8 @@ class HermesShell(BaseModel):
     repeat: Optional[StrictInt] = Field(None, description="(schedule create, update) stop after this many runs")
     workers: Optional[StrictStr] = Field(None, description="Hermes worker name or glob, e.g. hermes-lab-*")
     timeout: Optional[StrictInt] = Field(None, description="Run budget in seconds (invoke, chat)")
+    runs: records.HermesRunsCommand = Field(None, description="Past runs of the workers: who asked what, how it ended")
+    audit: records.HermesAuditCommand = Field(None, description="The workers' audit logs: export them, verify them")
 
     class PicleConfig:
         subshell = True

@@ -8,7 +8,7 @@ and NorFab's worker module only inside the functions that need it
 """
 
 import logging
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from .errors import UNKNOWN_TASK, failure
 
@@ -67,3 +67,9 @@ def forget_job(client: Any, uuid: str) -> None:
 def client_jobs(client: Any, service: str, task: str, last: int) -> List[Dict[str, Any]]:
     """The newest ``last`` jobs of ``service.task`` an NFPClient sent, newest first (its local store)."""
     return client.job_db.fetch_jobs(service=service, task=task, last=last) or []
+
+
+def client_of(job: Any) -> Optional[str]:
+    """The name of the NorFab client that sent ``job`` (NorFab 0.25 carries no verified user)."""
+    address = getattr(job, "client_address", None)
+    return address.decode(errors="replace") if isinstance(address, bytes) else address

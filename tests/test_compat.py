@@ -261,3 +261,29 @@ def test_a_model_request_is_metered_in_its_turns_context_and_refused_outside(tmp
         """,
     )
     assert out.splitlines() == ["agent:norfab:dm:chat-1", "sent", "", "refused: no run"]
+
+
+def test_each_model_answer_reports_its_tokens_to_the_plugin(tmp_path):
+    # token budgets: pre_api_request carries the model and Hermes' prompt estimate before the request
+    # leaves; post_api_request the model and the provider's usage, summarised in canonical buckets
+    out = in_fresh_hermes(
+        tmp_path,
+        """
+        import inspect, types, agent.conversation_loop as loop, run_agent
+        from hermes_cli.plugins import VALID_HOOKS
+        src = inspect.getsource(loop)
+        out.append({"pre_api_request", "post_api_request"} <= set(VALID_HOOKS))
+        out.append("approx_input_tokens=approx_tokens" in src and "model=agent.model" in src)
+        out.append("usage=agent._usage_summary_for_api_request_hook(response)" in src)
+        agent = types.SimpleNamespace(provider="custom", api_mode="chat_completions")
+        answer = types.SimpleNamespace(usage=types.SimpleNamespace(prompt_tokens=1200, completion_tokens=34))
+        usage = run_agent.AIAgent._usage_summary_for_api_request_hook(agent, answer)
+        out.append(compat.model_usage("m1", usage))
+        """,
+    )
+    assert out.splitlines() == [
+        "True",
+        "True",
+        "True",
+        "ModelUsage(model='m1', prompt_tokens=1200, completion_tokens=34)",
+    ]

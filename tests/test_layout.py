@@ -60,11 +60,12 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # | worker/files.py      | nothing of the package                                             |
 # | worker/hermes/       | the pure rooms, worker/files.py                                    |
 # | worker/changes/      | the pure rooms, files (the change envelope's state)                |
+# | worker/records/      | the pure rooms (the durable records: SQLite, knows no run)         |
 # | worker/tools/        | the pure rooms, changes (it reaches NorFab through the worker's    |
 # |                      |   client)                                                          |
 # | worker/agents/       | the pure rooms, files, hermes, tools (never runs, schedules, ...)  |
 # | worker/sessions/     | the pure rooms, files, hermes                                      |
-# | worker/runs/         | the pure rooms, files, hermes, tools, agents, sessions             |
+# | worker/runs/         | the pure rooms, files, hermes, tools, agents, sessions, records    |
 # | worker/schedules/    | the pure rooms, files, hermes, tools, agents, sessions, runs       |
 # | worker/host.py       | every room below it: the pure rooms and files ... schedules        |
 # | worker/tasks/        | the pure rooms and the worker rooms below host.py but hermes       |
@@ -74,7 +75,7 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # worker/tasks/; the tasks reach Hermes only through the host.
 PURE = {"errors", "safety", "models", "norfab_compat"}
 CLIENT = {"routing", "nfcli_shell", "nfcli", "eval"}
-BELOW_HOST = {"files", "hermes", "changes", "tools", "agents", "sessions", "runs", "schedules"}
+BELOW_HOST = {"files", "hermes", "changes", "records", "tools", "agents", "sessions", "runs", "schedules"}
 ROOMS = {
     "errors": set(),
     "safety": set(),
@@ -86,11 +87,12 @@ ROOMS = {
     "files": set(),
     "hermes": PURE | {"files"},
     "changes": PURE | {"files"},
+    "records": PURE,
     "tools": PURE | {"changes"},
     "agents": PURE | {"files", "hermes", "tools"},
     "sessions": PURE | {"files", "hermes"},
-    "runs": PURE | {"files", "hermes", "tools", "agents", "sessions"},
-    "schedules": PURE | {"files", "hermes", "tools", "agents", "sessions", "runs"},
+    "runs": PURE | {"files", "hermes", "tools", "agents", "sessions", "records"},
+    "schedules": PURE | {"files", "hermes", "tools", "agents", "sessions", "runs", "records"},
     "host": PURE | BELOW_HOST,
     "tasks": PURE | (BELOW_HOST - {"hermes"}),
     "wiring": PURE | BELOW_HOST | {"host", "tasks"},

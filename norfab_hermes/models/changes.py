@@ -99,13 +99,17 @@ class RollbackDefinition(StrictModel):
 
 
 class ChangeFields(StrictModel):
-    """What a change tool (approval: true, or a workflow) may declare about its changes."""
+    """What a change tool (approval: true, or a workflow) may declare about its changes and who approves them."""
 
     preview: Union[None, PreviewDefinition] = Field(None, description="Shown in the approval, per device")
     verify: Union[None, VerifyDefinition] = Field(None, description="Checked after the change")
     rollback: Union[None, RollbackDefinition] = Field(None, description="Undoes a change whose verification failed")
     windows: List[StrictStr] = Field(
         [], description="When this tool may change devices, in the agent's time zone; adds to the agent's windows"
+    )
+    approvers: Union[None, List[StrictStr]] = Field(
+        None,
+        description="NorFab client names that may approve or deny this tool's calls; default: the agent's approvers",
     )
 
     _windows = field_validator("windows")(check_windows)

@@ -138,6 +138,12 @@ class ToolDefinition(ChangeFields):
             commands.compile_commands(value)
         return value
 
+    @model_validator(mode="after")
+    def _approvers_need_approval(self) -> "ToolDefinition":
+        if self.approvers is not None and not self.approval:
+            raise ValueError("approvers is set but approval is false: set approval: true, or remove approvers")
+        return self
+
     @field_validator("norfab")
     @classmethod
     def _no_secret_kwargs(cls, value: NorfabToolTarget) -> NorfabToolTarget:
@@ -193,6 +199,13 @@ class DelegateDefinition(StrictModel):
         return value
 
 
+class ModelPrice(StrictModel):
+    """What a model costs, in USD per million tokens (as the provider bills them)."""
+
+    input: NonNegativeFloat = Field(..., description="USD per million prompt tokens")
+    output: NonNegativeFloat = Field(..., description="USD per million completion tokens")
+
+
 class AgentDefinition(StrictModel):
     """A named agent: one native Hermes profile on a hermes worker."""
 
@@ -216,6 +229,33 @@ class AgentDefinition(StrictModel):
         0,
         description="Seconds a run nobody is attached to waits in the approval inbox for an approval-gated "
         "tool (approve/deny tasks); 0 refuses such calls at once",
+    )
+    approvers: List[StrictStr] = Field(
+        [],
+        description="NorFab client names that may approve or deny this agent's approval-gated tool calls; "
+        "empty: any client that reaches the broker (NorFab 0.25 has no user identity)",
+    )
+    max_tokens: Union[None, PositiveInt] = Field(
+        None,
+        description="Tokens (prompt + completion, as the provider reports them) one run may use; "
+        "defaults to the worker's max_tokens",
+    )
+    daily_tokens: Union[None, PositiveInt] = Field(
+        None, description="Tokens all the agent's runs may use per day (UTC), scheduled runs included"
+    )
+    daily_cost_usd: Union[None, PositiveFloat] = Field(
+        None, description="USD all the agent's runs may spend per day (UTC), counted with prices"
+    )
+    prices: Dict[StrictStr, ModelPrice] = Field(
+        {}, description="USD per million tokens by model name, e.g. {gpt-4.1: {input: 2.0, output: 8.0}}"
+    )
+    dedupe_window: NonNegativeFloat = Field(
+        300,
+        description="Seconds during which a start_run or invoke with the dedupe_key of an earlier run gets "
+        "that run instead of a new one",
+    )
+    max_runs_per_minute: Union[None, PositiveInt] = Field(
+        None, description="Runs the agent may start per minute; more are refused as busy"
     )
     delegates: Dict[StrictStr, DelegateDefinition] = Field(
         {}, description="Other agents this agent may ask, by tool name (listed with the norfab toolset)"
@@ -242,6 +282,15 @@ class AgentDefinition(StrictModel):
             raise ValueError("'hermes.model' must be a mapping, e.g. {provider: custom, base_url: ..., default: ...}")
         host_access.refuse_secrets(value, "hermes")
         return value
+
+    @model_validator(mode="after")
+    def _priced_cost_budget(self) -> "AgentDefinition":
+        if self.daily_cost_usd is not None and not self.prices:
+            raise ValueError(
+                "daily_cost_usd needs prices of the agent's models, e.g. prices: {MODEL: {input: 2.0, output: 8.0}} "
+                "(USD per million tokens)"
+            )
+        return self
 
     @field_validator("tools", "delegates", "workflows")
     @classmethod
@@ -295,6 +344,14 @@ class AgentReference(StrictModel):
         return value
 
 
+class RecordsSettings(StrictModel):
+    """How long the worker keeps its run records, approvals and audit log (norfab_records.db)."""
+
+    keep_days: PositiveInt = Field(90, description="Records older than this many days are deleted")
+    keep_runs: PositiveInt = Field(100000, description="At most this many run records; the oldest go first")
+    keep_audit: PositiveInt = Field(1000000, description="At most this many audit entries; the oldest go first")
+
+
 class HermesInventory(StrictModel):
     """The hermes worker's inventory (agents are checked one by one, see parse_agent)."""
 
@@ -317,6 +374,12 @@ class HermesInventory(StrictModel):
     max_tool_calls: PositiveInt = Field(30, description="NorFab tool calls per run for agents that do not set it")
     max_targets: PositiveInt = Field(
         20, description="Distinct devices a run may touch through nornir tools, for agents that do not set it"
+    )
+    max_tokens: Union[None, PositiveInt] = Field(
+        None, description="Tokens one run may use, for agents that do not set max_tokens; none: no token cap"
+    )
+    records: RecordsSettings = Field(
+        RecordsSettings(), description="Retention of run records, approvals and the audit log"
     )
     max_repeated_calls: PositiveInt = Field(
         3, description="The same tool call with the same arguments this many times in one run stops the run"

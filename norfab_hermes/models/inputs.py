@@ -38,6 +38,16 @@ class ScheduleAction(str, Enum):
     history = "history"
 
 
+def dedupe_key() -> Any:
+    """The dedupe_key field of start_run and invoke."""
+    return Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Within the agent's dedupe_window a request with the key of an earlier run gets that run",
+    )
+
+
 class InvokeInput(TaskInput):
     agent: StrictStr = Field(..., description="Agent name")
     instructions: StrictStr = Field(..., min_length=1, description="What to ask the agent")
@@ -53,6 +63,7 @@ class InvokeInput(TaskInput):
     lineage: Union[None, Lineage] = Field(
         None, description="Set by a delegating agent's worker: the runs that asked for this one"
     )
+    dedupe_key: Union[None, StrictStr] = dedupe_key()
 
 
 class AgentInput(TaskInput):
@@ -94,6 +105,7 @@ class StartRunInput(AgentInput):
     run_timeout: Union[None, PositiveFloat] = Field(
         None, description="Run budget in seconds, at most the agent's run_timeout (not the caller's job timeout)"
     )
+    dedupe_key: Union[None, StrictStr] = dedupe_key()
 
 
 class GetRunInput(AgentInput):

@@ -26,7 +26,7 @@ ApprovalState = Literal["pending", "approved", "denied", "expired"]
 RunState = Literal["queued", "running", "waiting_for_approval", "finished"]
 AgentState = Literal["running", "stopped", "invalid"]
 AgentOwner = Literal["inventory", "runtime", "native"]
-ScheduleRunStatus = Literal["ok", "failed", "missed", "interrupted", "timeout"]
+ScheduleRunStatus = Literal["ok", "failed", "missed", "interrupted", "timeout", "skipped"]
 
 
 class StopReason(str, Enum):
@@ -37,6 +37,9 @@ class StopReason(str, Enum):
     provider_error = "provider_error"
     tool_budget = "tool_budget"
     repeated_call = "repeated_call"
+    token_budget = "token_budget"  # the run's max_tokens
+    daily_budget = "daily_budget"  # the agent's daily_tokens or daily_cost_usd
+    outcome_unknown = "outcome_unknown"  # the worker stopped while a change job was in flight
     failed = "failed"
 
 
@@ -97,6 +100,7 @@ class ApprovalInfo(StrictModel):
     decided: Union[None, StrictStr] = Field(None, description="ISO time of the decision or expiry")
     decided_by: Union[None, StrictStr] = Field(None, description="NorFab client that approved or denied")
     note: Union[None, StrictStr] = Field(None, description="The decider's note")
+    approvers: List[StrictStr] = Field([], description="NorFab clients that may decide it; empty: any client")
     devices: List[StrictStr] = Field([], description="For a change: the devices it names")
     preview: Dict[StrictStr, StrictStr] = Field(
         {}, description="For a change: what it would do, per device (dry run or a read-only tool)"
@@ -120,6 +124,7 @@ class InvokeResultData(StrictModel):
     lineage: Union[None, Lineage] = Field(
         None, description="For a run another agent asked: who asked, from the first run"
     )
+    deduplicated: StrictBool = Field(False, description="The run an earlier request with the same dedupe_key started")
 
 
 class RunEvent(StrictModel):
@@ -141,6 +146,11 @@ class RunStateData(StrictModel):
     approvals: List[ApprovalInfo] = Field([], description="Approvals asked so far")
     reply: StrictStr = Field("", description="The message the agent is writing now, as far as it got")
     result: Union[None, InvokeResultData] = Field(None, description="The full envelope, once finished")
+    instructions: StrictStr = Field("", description="What the agent was asked")
+    client: Union[None, StrictStr] = Field(None, description="NorFab client that asked; None for a schedule")
+    schedule_id: Union[None, StrictStr] = Field(None, description="Schedule that started the run")
+    finished: Union[None, StrictStr] = Field(None, description="ISO time the run ended")
+    deduplicated: StrictBool = Field(False, description="The run an earlier request with the same dedupe_key started")
     outcome_unknown: List[OutcomeUnknown] = Field(
         [], description="Changes of the run whose outcome nobody knows (its worker stopped mid-change)"
     )
@@ -223,6 +233,8 @@ class ActiveRun(StrictModel):
     session_id: Union[None, StrictStr] = Field(None, description="Hermes session id once known")
     started: StrictStr = Field(..., description="ISO timestamp")
     schedule_id: Union[None, StrictStr] = Field(None, description="Schedule that started the run; None for an invoke")
+    tokens: int = Field(0, description="Tokens the run used so far, as the provider reported them")
+    max_tokens: Union[None, int] = Field(None, description="The run's token budget; None: no cap")
 
 
 class AgentSchedules(StrictModel):
@@ -237,6 +249,16 @@ class SchedulerStatus(StrictModel):
     agents: Dict[StrictStr, AgentSchedules] = Field({}, description="Schedules by agent")
 
 
+class AgentBudget(StrictModel):
+    day: StrictStr = Field(..., description="The day (UTC) counted, YYYY-MM-DD")
+    tokens: int = Field(0, description="Tokens the agent's runs used that day")
+    cost_usd: float = Field(0.0, description="What they cost, by the agent's prices")
+    daily_tokens: Union[None, int] = Field(None, description="The agent's daily token budget")
+    daily_cost_usd: Union[None, float] = Field(None, description="The agent's daily cost budget")
+    percent: float = Field(0.0, description="Share of the fuller of the two budgets spent, in %")
+    warning: Union[None, StrictStr] = Field(None, description="At 50, 75 and 90 %: how much is spent")
+
+
 class WorkerStatus(StrictModel):
     ready: StrictBool = Field(..., description="Worker accepts runs")
     errors: List[StrictStr] = Field([], description="Why the worker or some agents are not ready")
@@ -249,6 +271,7 @@ class WorkerStatus(StrictModel):
     threads: int = Field(0, description="Threads of the worker process")
     open_files: int = Field(0, description="Open file descriptors of the worker process")
     scheduler: SchedulerStatus = Field(SchedulerStatus(), description="Scheduled checks: ticking, next due, overdue")
+    budgets: Dict[StrictStr, AgentBudget] = Field({}, description="Daily budgets of the agents that have one")
     changes: ChangesStatus = Field(
         ChangesStatus(), description="Device locks, open breakers and changes of unknown outcome"
     )

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ..models import AgentSummary, SchedulerStatus, SessionDetails, SessionSummary, WorkerStatus
+from ..models import AgentBudget, AgentSummary, SchedulerStatus, SessionDetails, SessionSummary, WorkerStatus
 from ..routing import Target
 from .live import error_text, markdown
 from .tables import CLIP, WRAP, short_time, table
@@ -57,7 +57,7 @@ def state_text(state: Optional[str]) -> Optional[Text]:
 
 
 def status_view(replies: Dict[str, dict]) -> RenderableType:
-    workers, errors, runs, schedulers = [], [], [], []
+    workers, errors, runs, schedulers, budgets = [], [], [], [], []
     for worker, res in sorted(replies.items()):
         problem = failed(res)
         if problem:
@@ -73,6 +73,7 @@ def status_view(replies: Dict[str, dict]) -> RenderableType:
             [worker, run.run_id, run.agent, run.session_id, short_time(run.started), run.schedule_id] for run in status.active_runs
         )
         schedulers.extend(scheduler_rows(worker, status.scheduler))
+        budgets.extend(budget_row(worker, agent, budget) for agent, budget in sorted(status.budgets.items()))
     views: List[RenderableType] = [
         table("hermes workers", ["worker", "ready", "agents", "runs", "threads"], workers, drop=["threads"], text={"agents": WRAP}),
         *errors,  # each on lines of its own: a worker can have many, and they are long
@@ -83,7 +84,18 @@ def status_view(replies: Dict[str, dict]) -> RenderableType:
     if schedulers:
         columns = ["worker", "ticking", "last tick", "agent", "schedules", "next due", "overdue"]
         views.append(table("schedulers", columns, schedulers, drop=["last tick", "ticking"], text={"overdue": WRAP}))
+    if budgets:
+        views.append(table("daily budgets (UTC day)", ["worker", "agent", "spent today", "used"], budgets))
     return Group(*views)
+
+
+def budget_row(worker: str, agent: str, budget: AgentBudget) -> List[Any]:
+    """An agent's day: tokens and cost against its budgets, the share used coloured from 50 % on."""
+    spent = [f"{budget.tokens}/{budget.daily_tokens} tokens" if budget.daily_tokens else f"{budget.tokens} tokens"]
+    if budget.daily_cost_usd:
+        spent.append(f"{budget.cost_usd:.2f}/{budget.daily_cost_usd:g} USD")
+    style = "red" if budget.percent >= 90 else "yellow" if budget.percent >= 50 else ""
+    return [worker, agent, ", ".join(spent), Text(f"{budget.percent:g} %", style=style)]
 
 
 def scheduler_rows(worker: str, scheduler: SchedulerStatus) -> List[List[Any]]:

@@ -2,7 +2,7 @@
 ``Hermes(client)``: the hermes service from Python, the way the ``nf#``
 commands use it: agents found across workers, runs routed to the worker
 that serves the agent (or owns the session), interrupts, sessions and
-commands.
+commands, and the workers' run records and audit logs.
 """
 
 from typing import Any, Dict, Optional
@@ -83,3 +83,12 @@ class Hermes:
     def interrupt(self, agent: str, run_id: str, workers: Selector = None) -> dict:
         """Stop a running turn; the invoke returns with stop_reason ``interrupted``."""
         return self.router.one("interrupt", self.router.run_owner(agent, run_id, workers), {"run_id": run_id})
+
+    def runs(self, workers: Selector = None, **filters: Any) -> Dict[str, dict]:
+        """Recorded runs of the selected workers, newest first: ``{worker: Result}``, each result a page
+        (``runs``, ``total``, ``next_offset``). Filters as the ``get_runs`` task takes them."""
+        return self.router.runs(workers, **filters)
+
+    def verify_audit(self, workers: Selector = None) -> Dict[str, dict]:
+        """The check of each selected worker's audit log: ``{worker: Result}``."""
+        return self.router.verify_audit(workers)

@@ -2,7 +2,7 @@
 The ``hermes`` NorFab worker: NorFab tasks over a :class:`HermesHost`.
 
 ``HermesWorker`` is NorFab's worker plus one task mixin per area (runs,
-approvals, changes, sessions, agents, schedules, service). Tasks are thin: NorFab validates the input,
+approvals, changes, records, sessions, agents, schedules, service). Tasks are thin: NorFab validates the input,
 the task calls the host and wraps the answer in a ``Result``; nothing from
 Hermes appears in a result, results are this project's models.
 """
@@ -25,6 +25,7 @@ from .tasks.agents import AgentTasks
 from .tasks.approvals import ApprovalTasks
 from .tasks.base import hide_builtin_tasks
 from .tasks.changes import ChangeTasks
+from .tasks.records import RecordTasks
 from .tasks.runs import RunTasks
 from .tasks.schedules import ScheduleTasks
 from .tasks.service import ServiceTasks
@@ -38,7 +39,15 @@ log = logging.getLogger(__name__)
 
 
 class HermesWorker(
-    NFPWorker, RunTasks, ApprovalTasks, ChangeTasks, SessionTasks, AgentTasks, ScheduleTasks, ServiceTasks
+    NFPWorker,
+    RunTasks,
+    ApprovalTasks,
+    ChangeTasks,
+    RecordTasks,
+    SessionTasks,
+    AgentTasks,
+    ScheduleTasks,
+    ServiceTasks,
 ):
     """
     NorFab worker hosting the Hermes Agent gateway and serving named agents.

@@ -5,8 +5,9 @@ The host: one worker's Hermes, wired from small owners.
 adapter reach through the port (``hermes.port``). It owns no state of its
 own beyond the wiring: the runtime (Hermes, gateway, loop thread), the agent
 catalog (definitions, profiles, secrets), the tool box and tool runner, the
-run registry and pipeline and the session queries each keep theirs; the
-change envelope (``changes``) keeps device locks, breakers and unknown outcomes.
+run registry and pipeline, the session queries and the records (runs,
+approvals, usage, audit log) each keep theirs; the change envelope
+(``changes``) keeps device locks, breakers and unknown outcomes.
 """
 
 import logging
@@ -14,8 +15,9 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from ..errors import AgentUnavailable, UnknownRun
+from ..errors import AgentUnavailable
 from ..models import (
+    AgentBudget,
     AgentDefinition,
     ApprovalInfo,
     BreakerState,
@@ -27,6 +29,7 @@ from ..models import (
     InvokeResultData,
     ManageAgentResultData,
     OutcomeUnknown,
+    RunsPage,
     RunStateData,
     ScheduleDefinition,
     ScheduleResultData,
@@ -40,11 +43,15 @@ from .agents.lifecycle import Lifecycle
 from .changes.control import ChangeControl
 from .hermes import compat, metering, patches, plugin, port
 from .hermes.runtime import HermesRuntime
+from .records.store import Records
 from .runs import turn
 from .runs.approvals import ApprovalInbox
+from .runs.budget import DailyLimits, DailyUsage
 from .runs.pipeline import RunPipeline
+from .runs.recording import RunRecorder
 from .runs.registry import RunRegistry
 from .runs.run import Run
+from .runs.storm import Storm
 from .schedules.ticker import Schedules
 from .sessions import commands
 from .sessions.store import Sessions
@@ -95,13 +102,16 @@ class HermesHost:
         self.stopping = threading.Event()
         self.catalog = AgentCatalog(worker_name, root, inventory, agents, errors)
         self.runtime = HermesRuntime(worker_name, root, self.catalog.secrets, inventory.hermes_log_level)
-        self.runs = RunRegistry(worker_name, root, inventory.max_concurrent_runs)
+        self.records = Records(root, worker_name, inventory.records)
+        recorder = RunRecorder(self.records, worker_name, self.catalog.secrets)
+        self.runs = RunRegistry(worker_name, root, inventory.max_concurrent_runs, recorder)
+        self.daily = DailyUsage(self.records)
         self.sessions = Sessions(worker_name, self.runtime)
         self.tools = ToolBox(client, inventory.tool_retry_interval)
         self.lifecycle = Lifecycle(
             worker_name, self.catalog, self.runtime, self.runs, self.tools, definition_of or self.catalog.require
         )
-        self.approvals = ApprovalInbox(worker_name)
+        self.approvals = ApprovalInbox(worker_name, self.records)
         self.delegator = Delegator(client, worker_name, self.catalog.secrets)
         self.pipeline = RunPipeline(
             worker_name,
@@ -113,6 +123,9 @@ class HermesHost:
             self.tools,
             self.delegator,
             self.stopping,
+            Storm(worker_name, self.records.deduplicate),
+            self.daily,
+            self.note,
         )
         self.schedules = Schedules(worker_name, self.catalog, self.runtime, self.pipeline.run_scheduled)
         self.tool_runner = ToolRunner(
@@ -137,6 +150,14 @@ class HermesHost:
 
     def start(self) -> None:
         """Prepare the instance root, import Hermes, render the agents' profiles, start the gateway."""
+        cut_changes = self.changes.outcomes.recover()  # before the runs are settled: their runs end outcome_unknown
+        cut_runs, cut_approvals = self.records.settle(cut_changes)
+        if cut_runs or cut_approvals:
+            log.warning(
+                f"{self.worker_name} - Runs {cut_runs} and approvals {cut_approvals} were open when the worker "
+                "last went down: recorded as ended by the restart, nothing of them runs again"
+            )
+        self.records.prune()
         self.runtime.prepare(profiles.root_config(self.catalog.max_turns_ceiling()))
         patches.serve_profile_secrets(self.catalog.secrets_for)
         patches.per_profile_iterations(self.catalog.iterations)
@@ -145,7 +166,9 @@ class HermesHost:
         self.tools.load(self.catalog.agents)
         plugin.install_tools(self.tools.specs)
         port.bind(self)
-        self.runtime.start_gateway(self.inventory.max_concurrent_runs, self._settle_cut_turns)
+        self.runtime.start_gateway(
+            self.inventory.max_concurrent_runs, lambda runner: self._settle_cut_turns(runner, cut_changes)
+        )
         for name in self.catalog.agents:
             if name in self.catalog.stopped:  # stopped before the restart: Hermes attached it with the others
                 self.runtime.submit(compat.stop_profile(self.runtime.runner, name)).result(STOP_ADAPTER_TIMEOUT)
@@ -163,9 +186,9 @@ class HermesHost:
                 plugin.install_tools(self.tools.specs)
                 log.info(f"{self.worker_name} - Tools that were unavailable are now resolved")
 
-    def _settle_cut_turns(self, runner: Any) -> None:
+    def _settle_cut_turns(self, runner: Any, cut_changes: List[OutcomeUnknown]) -> None:
         # before the gateway starts: it would otherwise run cut turns again on its own
-        for change in self.changes.outcomes.recover():
+        for change in cut_changes:
             log.warning(
                 f"{self.worker_name} - Change job {change.job_uuid} of run {change.run_id} ({change.tool} on "
                 f"{', '.join(change.devices)}) was in flight when the worker stopped: its outcome is unknown"
@@ -214,32 +237,25 @@ class HermesHost:
         job: Any,
         interactive: bool = False,
         lineage: Optional[Dict[str, Any]] = None,
+        dedupe_key: Optional[str] = None,
     ) -> InvokeResultData:
-        return self.pipeline.invoke(agent, instructions, session_id, timeout, job, interactive, lineage)
+        return self.pipeline.invoke(agent, instructions, session_id, timeout, job, interactive, lineage, dedupe_key)
 
     def start_run(
-        self, agent: str, instructions: str, session_id: Optional[str], timeout: Optional[float]
+        self,
+        agent: str,
+        instructions: str,
+        session_id: Optional[str],
+        timeout: Optional[float],
+        client: Optional[str] = None,
+        dedupe_key: Optional[str] = None,
     ) -> RunStateData:
-        return self.pipeline.start_run(agent, instructions, session_id, timeout)
+        return self.pipeline.start_run(agent, instructions, session_id, timeout, client, dedupe_key)
 
     def run_state(self, agent: str, run_id: str, offset: int = 0) -> RunStateData:
+        """A run, in flight or from its record, with its changes of unknown outcome until acknowledged."""
+        state = self.pipeline.run_state(agent, run_id, offset)
         unknown = self.changes.outcomes.pending(agent, run_id=run_id)
-        try:
-            state = self.pipeline.run_state(agent, run_id, offset)
-        except UnknownRun:
-            if not unknown:
-                raise
-            # the run died with its worker mid-change: its record is all that is left
-            return RunStateData(
-                run_id=run_id,
-                agent=agent,
-                worker=self.worker_name,
-                session_id=unknown[0].session_id,
-                state="finished",
-                stop_reason="outcome_unknown",
-                started=unknown[0].started,
-                outcome_unknown=unknown,
-            )
         return state.model_copy(update={"outcome_unknown": unknown}) if unknown else state
 
     def decide(self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str]) -> ApprovalInfo:
@@ -277,26 +293,77 @@ class HermesHost:
 
     def reset_breaker(self, agent: str, by: Optional[str], note: Optional[str]) -> BreakerState:
         self.catalog.require_known(agent)
-        return self.changes.reset_breaker(agent, self.change_policy(agent), by, note)
+        breaker = self.changes.reset_breaker(agent, self.change_policy(agent), by, note)
+        self.note("change.breaker_reset", agent=agent, actor=by, note=note)
+        return breaker
 
     def acknowledge(self, outcome_id: str, by: Optional[str], note: Optional[str]) -> OutcomeUnknown:
         change = self.changes.acknowledge(outcome_id, by, note)
         log.warning(f"{self.worker_name} - Change job {change.job_uuid} acknowledged by {by}: {note or 'no note'}")
+        details = {"outcome_id": outcome_id, "job_uuid": change.job_uuid, "devices": change.devices, "note": note}
+        self.note("change.acknowledged", agent=change.agent, run_id=change.run_id, actor=by, **details)
         return change
 
     def schedule(
-        self, agent: str, action: str, schedule_id: Optional[str], definition: Optional[ScheduleDefinition], limit: int
+        self,
+        agent: str,
+        action: str,
+        schedule_id: Optional[str],
+        definition: Optional[ScheduleDefinition],
+        limit: int,
+        client: Optional[str] = None,
     ) -> ScheduleResultData:
         if action == "run" or agent not in self.catalog.stopped:
             self.require(agent)
-        return self.schedules.act(agent, action, schedule_id, definition, limit)
+        result = self.schedules.act(agent, action, schedule_id, definition, limit)
+        if action not in ("list", "history"):
+            changed = [{"schedule_id": s.schedule_id, "name": s.name, "schedule": s.schedule} for s in result.schedules]
+            self.note(f"schedule.{action}", agent=agent, actor=client, schedules=changed or [{"schedule_id": schedule_id}])
+        return result
 
     def manage_agent(
-        self, action: str, agent: str, definition: Optional[Dict[str, Any]], clone_from: Optional[str], interrupt: bool
+        self,
+        action: str,
+        agent: str,
+        definition: Optional[Dict[str, Any]],
+        clone_from: Optional[str],
+        interrupt: bool,
+        client: Optional[str] = None,
     ) -> ManageAgentResultData:
         if self.stopping.is_set():
             raise AgentUnavailable(f"worker '{self.worker_name}' is shutting down")
-        return self.lifecycle.act(action, agent, definition, clone_from, interrupt)
+        result = self.lifecycle.act(action, agent, definition, clone_from, interrupt)
+        self.note(f"agent.{action}", agent=agent, actor=client, done=result.done, clone_from=clone_from)
+        return result
+
+    # -------------------------------------------------------------- records
+
+    def note(
+        self, kind: str, agent: Optional[str] = None, run_id: Optional[str] = None, actor: Optional[str] = None, **data: Any
+    ) -> None:
+        """An audit entry; a records failure is logged, never the caller's failure."""
+        try:
+            self.records.note(kind, agent, run_id, actor, **data)
+        except Exception:
+            log.exception(f"{self.worker_name} - Could not write audit entry {kind}")
+
+    def budgets(self, agent: Optional[str] = None) -> Dict[str, AgentBudget]:
+        """Today's spend of every agent with a daily budget (or of ``agent``)."""
+        found = {}
+        for name, definition in self.catalog.agents.items():
+            limits = DailyLimits.of(definition)
+            if limits is not None and agent in (None, name):
+                found[name] = self.daily.status(name, limits)
+        return found
+
+    def runs_page(self, limit: int, offset: int, **filters: Any) -> RunsPage:
+        """A page of the run records; a run in flight shows its live state."""
+        page = self.records.runs(limit, offset, **filters)
+        live = []
+        for summary in page.runs:
+            run = self.runs.live(summary.run_id)
+            live.append(summary.model_copy(update={"state": run.state}) if run is not None else summary)
+        return page.model_copy(update={"runs": live})
 
     def command(self, agent: str, command: str, session_id: Optional[str]) -> CommandResultData:
         self.require(agent)

@@ -217,7 +217,7 @@ def test_get_run_answers_from_the_worker_that_knows_the_run():
 def test_get_run_unknown_everywhere_is_an_error():
     """A run id no worker serving the agent knows is an error saying how long runs are kept."""
     with pytest.raises(
-        RoutingError, match="is not known on any hermes worker serving the agent .*keep finished runs for a day"
+        RoutingError, match="is not known on any hermes worker serving the agent .*keeps its runs' records"
     ):
         Router(lab()).run_state("interfaces", "r-nowhere")
 

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
-from .records import MessageRow, SessionRow, TurnResult
+from .records import MessageRow, ModelUsage, SessionRow, TurnResult
 
 HERMES_VERSION = "0.19.0"
 
@@ -96,6 +96,17 @@ def take_turn_result(runner: Any, session_key: str) -> TurnResult:
         output_tokens=outputs,
         total_tokens=raw.get("total_tokens") or inputs + outputs,
         cost_usd=raw.get("estimated_cost_usd") if raw.get("cost_status") not in (None, "unknown") else None,
+    )
+
+
+def model_usage(model: Any, usage: Any) -> ModelUsage:
+    """The tokens of one model answer from the ``usage`` summary of Hermes' ``post_api_request`` hook
+    (its canonical buckets: prompt_tokens counts cache reads and writes, output_tokens the completion)."""
+    usage = usage if isinstance(usage, dict) else {}
+    return ModelUsage(
+        model=str(model) if model else None,
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("output_tokens") or 0),
     )
 
 

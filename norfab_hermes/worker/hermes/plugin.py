@@ -3,7 +3,8 @@ The ``norfab`` Hermes plugin (entry point ``hermes_agent.plugins: norfab``).
 
 Registers the NorFab platform adapter, a dispatch guard for slash commands
 that would act on the host, and observers that turn agent progress into
-NorFab job events of the run they belong to. Hermes loads it only where a
+NorFab job events of the run they belong to and count each model answer's
+tokens against its budgets. Hermes loads it only where a
 profile's root config lists ``plugins.enabled: [norfab]``, i.e. in hermes
 workers.
 """
@@ -14,7 +15,7 @@ import logging
 from typing import Any, Dict, Optional
 
 from ...models import BLOCKED_COMMANDS, ToolCallSummary, arguments_digest
-from . import port
+from . import compat, port
 from .compat import PLATFORM, current_session_key
 
 log = logging.getLogger(__name__)
@@ -47,10 +48,19 @@ def _guard_commands(event: Any = None, **_: Any) -> Optional[dict]:
     return None
 
 
-def _on_model_request(**_: Any) -> None:
+def _on_model_request(model: Any = None, approx_input_tokens: Any = 0, **_: Any) -> None:
     host, run = _current()
     if run is not None:
         host.tune_agent(run)
+        # before the request leaves: the run refuses it when it would pass a token or cost budget
+        run.expect_request(str(model) if model else None, int(approx_input_tokens or 0))
+
+
+def _on_model_answer(model: Any = None, usage: Any = None, **_: Any) -> None:
+    _, run = _current()
+    if run is not None:
+        counted = compat.model_usage(model, usage)
+        run.count_usage(counted.model, counted.prompt_tokens, counted.completion_tokens)
 
 
 def _guard_tools(tool_name: str = "", **_: Any) -> Optional[dict]:
@@ -199,6 +209,7 @@ def register(ctx: Any) -> None:
     )
     ctx.register_hook("pre_gateway_dispatch", _guard_commands)
     ctx.register_hook("pre_api_request", _on_model_request)
+    ctx.register_hook("post_api_request", _on_model_answer)
     ctx.register_hook("pre_tool_call", _guard_tools)
     ctx.register_hook("api_request_error", _on_provider_error)
     ctx.register_hook("pre_tool_call", _on_tool_started)

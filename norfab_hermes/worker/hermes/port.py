@@ -24,6 +24,10 @@ class RunPort(Protocol):
 
     def record_tool_call(self, summary: Any) -> None: ...
 
+    def expect_request(self, model: Optional[str], prompt_tokens: int) -> None: ...
+
+    def count_usage(self, model: Optional[str], prompt: int, completion: int) -> None: ...
+
 
 class HostPort(Protocol):
     """What Hermes-facing code may ask of the host."""

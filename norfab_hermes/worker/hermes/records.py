@@ -1,6 +1,6 @@
 """
 What leaves the Hermes seam: this project's typed records of a turn, a
-session, a message and a scheduled job, built from Hermes' dicts by
+model answer's usage, a session, a message and a scheduled job, built from Hermes' dicts by
 ``compat`` and ``cron``. Plain data: no Hermes import.
 """
 
@@ -24,6 +24,15 @@ class TurnResult:
     output_tokens: int = 0
     total_tokens: int = 0
     cost_usd: Optional[float] = None  # when the provider's pricing is known
+
+
+@dataclass(frozen=True)
+class ModelUsage:
+    """One model answer's tokens as the provider reported them (Hermes' ``post_api_request`` hook)."""
+
+    model: Optional[str]
+    prompt_tokens: int  # cache reads and writes included: the provider bills them
+    completion_tokens: int
 
 
 @dataclass(frozen=True)

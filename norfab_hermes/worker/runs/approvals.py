@@ -4,32 +4,83 @@ The approval inbox: approval-gated tool calls of runs nobody is attached to.
 A run in the background, a scheduled check, or a REST or MCP call has no
 terminal to ask. When such a run reaches a tool that needs approval and its
 agent sets ``approval_timeout``, the call parks here - the tool, its exact
-arguments, where it goes and a digest of them - for at most that long,
-within the run's budget. Whoever can reach the worker decides it with the
-``approve`` or ``deny`` task; who decided, when and why is kept in the
-run's record. Nobody deciding in time is a refusal, recorded too.
+arguments, where it goes and a digest of them; for a change also its
+devices, preview and change digest - for at most that long,
+within the run's budget. A client among the tool's (or agent's)
+``approvers`` decides it with the ``approve`` or ``deny`` task; anyone else
+is refused and the attempt recorded. Nobody deciding in time is a refusal,
+recorded too. Every approval and decision goes to the run records as it
+happens (``records``), so that it outlives a restart.
 """
 
+import logging
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Protocol
 
-from ...errors import InvalidRequest, UnknownApproval
+from ...errors import InvalidRequest, NotAllowed, UnknownApproval
 from ...models import ApprovalInfo, arguments_digest
+from ..tools.specs import ChangeAsk
 from .run import Run, now_iso
 
-DECIDED_KEPT = 500  # decided approvals findable by id
+log = logging.getLogger(__name__)
+
+DECIDED_KEPT = 500  # decided approvals kept in memory; older ones are read from the records
+
+
+class ApprovalLog(Protocol):
+    """Where approvals are recorded (``records.store.Records``)."""
+
+    def approval(self, info: ApprovalInfo, kind: str, actor: Optional[str] = None) -> None: ...
+
+    def approval_info(self, approval_id: str) -> Optional[ApprovalInfo]: ...
+
+    def note(
+        self,
+        kind: str,
+        agent: Optional[str] = None,
+        run_id: Optional[str] = None,
+        actor: Optional[str] = None,
+        **data: Any,
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class Decision:
+    state: str  # approved, denied or expired
+    decided: str  # ISO time
+    decided_by: Optional[str]
+    note: Optional[str]
+
+
+class ApprovalRecord:
+    """One approval as it stands: the request, made once, and its decision once there is one."""
+
+    def __init__(self, request: ApprovalInfo) -> None:
+        self.request = request
+        self.decision: Optional[Decision] = None
+        self.decided = threading.Event()
+
+    @property
+    def state(self) -> str:
+        return self.decision.state if self.decision else self.request.state
+
+    def info(self) -> ApprovalInfo:
+        if self.decision is None:
+            return self.request
+        return self.request.model_copy(update=vars(self.decision))
 
 
 class ApprovalInbox:
     """Pending and decided approvals of one worker's runs."""
 
-    def __init__(self, worker_name: str) -> None:
+    def __init__(self, worker_name: str, records: Optional[ApprovalLog] = None) -> None:
         self.worker_name = worker_name
-        self._approvals: Dict[str, ApprovalInfo] = {}
-        self._decided: Dict[str, threading.Event] = {}
+        self.records = records
+        self._approvals: Dict[str, ApprovalRecord] = {}
         self._lock = threading.Lock()
 
     def request(
@@ -38,9 +89,8 @@ class ApprovalInbox:
         tool: str,
         target: str,
         arguments: Dict[str, Any],
-        preview: Optional[Dict[str, str]] = None,
-        digest: Optional[str] = None,
-        devices: Optional[List[str]] = None,
+        approvers: Optional[List[str]] = None,
+        change: Optional[ChangeAsk] = None,
     ) -> ApprovalInfo:
         """Park a call until it is decided or expires; the approval as it ended.
 
@@ -49,7 +99,61 @@ class ApprovalInbox:
         """
         wait = min(run.approval_timeout, run.remaining() - 1.0)
         requested = time.time()
-        approval = ApprovalInfo(
+        record = ApprovalRecord(self._asked(run, tool, target, arguments, requested + max(wait, 0), approvers, change))
+        approval_id = record.request.approval_id
+        with self._lock:
+            self._approvals[approval_id] = record
+        run.approvals.append(record)
+        self._record(record.info(), "requested")
+        what = f"change {change.digest} on {', '.join(change.devices) or 'no named device'}, " if change else ""
+        run.event(
+            f"waiting for approval {approval_id}: {tool} ({target}) with {record.request.arguments_digest}, "
+            f"{what}for at most {max(wait, 0):.0f}s" + (f"; approvers: {', '.join(approvers)}" if approvers else ""),
+            severity="WARNING",
+        )
+        while not record.decided.wait(0.2) and time.time() - requested < wait and run.stop_reason is None:
+            pass
+        with self._lock:
+            expired = record.decision is None
+            if expired:
+                note = f"the run stopped: {run.stop_message}" if run.stop_reason else "nobody decided in time"
+                record.decision = Decision("expired", now_iso(), None, note)
+            self._prune()
+        info = record.info()
+        if expired:
+            self._record(info, "expired")
+        run.event(f"approval {approval_id} {info.state}" + (f": {info.note}" if info.note else ""))
+        return info
+
+    def answered(
+        self,
+        run: Run,
+        tool: str,
+        target: str,
+        arguments: Dict[str, Any],
+        approved: bool,
+        approvers: List[str],
+        change: Optional[ChangeAsk] = None,
+    ) -> None:
+        """The run's own caller answered an approval at the terminal: recorded like an inbox decision."""
+        record = ApprovalRecord(self._asked(run, tool, target, arguments, time.time(), approvers, change))
+        state = "approved" if approved else "denied"
+        record.decision = Decision(state, now_iso(), run.client, "answered by the run's caller")
+        run.approvals.append(record)
+        self._record(record.info(), "decided", run.client)
+
+    def _asked(
+        self,
+        run: Run,
+        tool: str,
+        target: str,
+        arguments: Dict[str, Any],
+        expires: float,
+        approvers: Optional[List[str]],
+        change: Optional[ChangeAsk],
+    ) -> ApprovalInfo:
+        shown = dict(devices=change.devices, preview=change.preview, change_digest=change.digest) if change else {}
+        return ApprovalInfo(
             approval_id=uuid.uuid4().hex[:12],
             run_id=run.run_id,
             agent=run.agent,
@@ -60,50 +164,74 @@ class ApprovalInbox:
             arguments_digest=arguments_digest(arguments),
             state="pending",
             requested=now_iso(),
-            expires=datetime.fromtimestamp(requested + max(wait, 0), timezone.utc).isoformat(timespec="milliseconds"),
-            devices=devices or [],
-            preview=preview or {},
-            change_digest=digest,
+            expires=datetime.fromtimestamp(expires, timezone.utc).isoformat(timespec="milliseconds"),
+            approvers=list(approvers or []),
+            **shown,
         )
-        decided = threading.Event()
-        with self._lock:
-            self._approvals[approval.approval_id] = approval
-            self._decided[approval.approval_id] = decided
-        run.approvals.append(approval)
-        run.event(
-            f"waiting for approval {approval.approval_id}: {tool} ({target}) with {approval.arguments_digest}, "
-            f"for at most {max(wait, 0):.0f}s",
-            severity="WARNING",
-        )
-        while not decided.wait(0.2) and time.time() - requested < wait and run.stop_reason is None:
-            pass
-        with self._lock:
-            if approval.state == "pending":
-                approval.state = "expired"
-                approval.decided = now_iso()
-                approval.note = f"the run stopped: {run.stop_message}" if run.stop_reason else "nobody decided in time"
-            self._decided.pop(approval.approval_id, None)
-            self._prune()
-        run.event(f"approval {approval.approval_id} {approval.state}" + (f": {approval.note}" if approval.note else ""))
-        return approval
 
     def decide(self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str]) -> ApprovalInfo:
+        """A client's decision; NotAllowed for a client that is not among the approval's approvers."""
         with self._lock:
-            approval = self._approvals.get(approval_id)
-            if approval is None:
-                raise UnknownApproval(f"approval '{approval_id}' is not known on worker '{self.worker_name}'")
-            if approval.state != "pending":
-                raise InvalidRequest(f"approval_id: approval '{approval_id}' is already {approval.state}")
-            approval.state = "approved" if approve else "denied"
-            approval.decided, approval.decided_by, approval.note = now_iso(), by, note
-            self._decided[approval_id].set()
-        return approval
+            record = self._approvals.get(approval_id)
+            if record is None:
+                self._unknown(approval_id)
+            request = record.request
+            if request.approvers and by not in request.approvers:
+                refusal = (
+                    f"client '{by}' may not decide approval '{approval_id}': only {', '.join(request.approvers)} "
+                    f"may (approvers of agent '{request.agent}'); the attempt is recorded"
+                )
+            elif record.decision is not None:
+                raise InvalidRequest(f"approval_id: approval '{approval_id}' is already {record.state}")
+            else:
+                refusal = None
+                record.decision = Decision("approved" if approve else "denied", now_iso(), by, note)
+                record.decided.set()
+        if refusal:
+            log.warning(f"{self.worker_name} - Refused a decision: {refusal}")
+            if self.records is not None:
+                self._safely(
+                    self.records.note,
+                    "approval.refused",
+                    request.agent,
+                    request.run_id,
+                    by,
+                    approval_id=approval_id,
+                    decision="approve" if approve else "deny",
+                    approvers=request.approvers,
+                )
+            raise NotAllowed(refusal)
+        info = record.info()
+        self._record(info, "decided", by)
+        return info
 
     def pending(self, agent: Optional[str] = None) -> List[ApprovalInfo]:
         with self._lock:
-            return [a for a in self._approvals.values() if a.state == "pending" and agent in (None, a.agent)]
+            return [
+                r.info() for r in self._approvals.values() if r.state == "pending" and agent in (None, r.request.agent)
+            ]
+
+    def _unknown(self, approval_id: str) -> None:
+        """Raise why an approval not in memory cannot be decided: decided long ago, or not this worker's."""
+        known = self.records.approval_info(approval_id) if self.records is not None else None
+        if known is None:
+            raise UnknownApproval(f"approval '{approval_id}' is not known on worker '{self.worker_name}'")
+        raise InvalidRequest(
+            f"approval_id: approval '{approval_id}' is already {known.state}"
+            + (f" ({known.note})" if known.note else "")
+        )
+
+    def _record(self, info: ApprovalInfo, kind: str, actor: Optional[str] = None) -> None:
+        if self.records is not None:
+            self._safely(self.records.approval, info, kind, actor)
+
+    def _safely(self, write: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            write(*args, **kwargs)
+        except Exception:  # a records failure is logged; the decision itself stands
+            log.exception(f"{self.worker_name} - Could not record an approval")
 
     def _prune(self) -> None:
-        decided = [key for key, a in self._approvals.items() if a.state != "pending"]
+        decided = [key for key, r in self._approvals.items() if r.state != "pending"]
         for key in decided[: max(0, len(decided) - DECIDED_KEPT)]:
             del self._approvals[key]

@@ -1,22 +1,155 @@
 """
 Every budget of one run, counted and checked in one place: wall clock, model
-requests (the agent's, its subagents' and Hermes' auxiliary ones), NorFab
-tool calls, the same call repeated, devices reached, and changes made.
+requests (the agent's, its subagents' and Hermes' auxiliary ones), tokens,
+the agent's daily tokens and cost, NorFab tool calls, the same call
+repeated, devices reached, and changes made.
 
 A check answers with the stop reason and message of the budget it breaks,
-or None; the run stops on the first one (``Run``).
+or None; the run stops on the first one (``Run``). Tokens are counted as the
+provider reports them, per answer; a request that would take a run or its
+agent past a token or cost budget (by Hermes' estimate of its prompt) is not
+sent. Spending 50, 75 and 90 % of a budget is a warning, once.
 """
 
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, Optional, Set, Tuple
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional, Protocol, Set, Tuple
 
-from ...models import AgentDefinition, HermesInventory, StopReason
+from ...models import AgentBudget, AgentDefinition, HermesInventory, ModelPrice, StopReason
 
 Overrun = Optional[Tuple[StopReason, str]]
 JOB_TIMEOUT_MARGIN = 3.0  # seconds between the end of a run budget and the NorFab job timeout
+WARN_AT = (50, 75, 90)  # percent of a token or cost budget at which a warning is given
+
+
+def crossed(before: float, after: float, limit: Optional[float]) -> Optional[int]:
+    """The highest warning level (percent) spending from ``before`` to ``after`` of ``limit`` passed, or None."""
+    if not limit:
+        return None
+    passed = [level for level in WARN_AT if before < limit * level / 100 <= after]
+    return max(passed) if passed else None
+
+
+def cost_of(prices: Dict[str, ModelPrice], model: Optional[str], prompt: int, completion: int) -> Optional[float]:
+    """USD of one request by the agent's prices; None when its model has no price."""
+    price = prices.get(model or "")
+    return None if price is None else (prompt * price.input + completion * price.output) / 1e6
+
+
+def today() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d")
+
+
+@dataclass(frozen=True)
+class DailyLimits:
+    """What all runs of one agent may spend per day (UTC)."""
+
+    tokens: Optional[int]
+    cost_usd: Optional[float]
+    prices: Dict[str, ModelPrice] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, definition: AgentDefinition) -> Optional["DailyLimits"]:
+        if definition.daily_tokens is None and definition.daily_cost_usd is None:
+            return None
+        return cls(definition.daily_tokens, definition.daily_cost_usd, dict(definition.prices))
+
+
+class Ledger(Protocol):
+    """Where the daily usage is kept (the run records)."""
+
+    def spent(self, agent: str, day: str) -> Tuple[int, float]: ...
+
+    def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]: ...
+
+
+class DailyUsage:
+    """What each agent's runs spent today, shared by all runs of the worker, kept in ``ledger``."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self._warned: Dict[Tuple[str, str], int] = {}  # (agent, day) -> highest warning level given
+        # (agent, day) -> the limits a request was refused under: the agent's day is over until they change
+        self._refused: Dict[Tuple[str, str], Tuple[DailyLimits, str]] = {}
+        self._lock = threading.Lock()
+
+    def refusal(
+        self, agent: str, limits: Optional[DailyLimits], model: Optional[str] = None, expected: int = 0
+    ) -> Optional[str]:
+        """Why no (further) request of the agent may be sent today, or None.
+
+        A request refused for the budget ends the agent's day: what is left
+        would not hold the next one either, so runs are refused from then on.
+        """
+        if limits is None:
+            return None
+        day = today()
+        refused = self._refused.get((agent, day))
+        if refused is not None and refused[0] == limits:
+            return refused[1]
+        reason = self._refusal(agent, day, limits, model, expected)
+        if reason is not None:
+            self._refused[(agent, day)] = (limits, reason)
+        return reason
+
+    def _refusal(
+        self, agent: str, day: str, limits: DailyLimits, model: Optional[str], expected: int
+    ) -> Optional[str]:
+        tokens, cost = self.ledger.spent(agent, day)
+        if limits.tokens is not None and (tokens >= limits.tokens or tokens + expected > limits.tokens):
+            return f"agent '{agent}' spent {tokens} of its {limits.tokens} daily tokens" + (
+                f" and the next request needs about {expected}" if expected and tokens < limits.tokens else ""
+            )
+        if limits.cost_usd is None:
+            return None
+        if model is not None and model not in limits.prices:
+            return f"model '{model}' has no price in the prices of agent '{agent}', so its daily cost cannot be held"
+        more = cost_of(limits.prices, model, expected, 0) or 0.0
+        if cost >= limits.cost_usd or cost + more > limits.cost_usd:
+            return f"agent '{agent}' spent {cost:.4f} of its {limits.cost_usd} USD daily budget"
+        return None
+
+    def add(self, agent: str, limits: DailyLimits, model: Optional[str], prompt: int, completion: int) -> Optional[str]:
+        """Count one answer's tokens and cost; the warning when it passed 50, 75 or 90 % of a budget."""
+        day, price = today(), cost_of(limits.prices, model, prompt, completion) or 0.0
+        with self._lock:
+            tokens, cost = self.ledger.add_usage(agent, day, prompt + completion, price)
+            level = max(
+                crossed(tokens - prompt - completion, tokens, limits.tokens) or 0,
+                crossed(cost - price, cost, limits.cost_usd) or 0,
+            )
+            if level <= self._warned.get((agent, day), 0):
+                return None
+            self._warned[(agent, day)] = level
+        return f"agent '{agent}' spent {level} % of its daily budget: {self._spent_text(tokens, cost, limits)}"
+
+    def status(self, agent: str, limits: DailyLimits) -> AgentBudget:
+        day = today()
+        tokens, cost = self.ledger.spent(agent, day)
+        percent = max(
+            100 * tokens / limits.tokens if limits.tokens else 0.0,
+            100 * cost / limits.cost_usd if limits.cost_usd else 0.0,
+        )
+        level = max((level for level in WARN_AT if percent >= level), default=None)
+        return AgentBudget(
+            day=day,
+            tokens=tokens,
+            cost_usd=round(cost, 6),
+            daily_tokens=limits.tokens,
+            daily_cost_usd=limits.cost_usd,
+            percent=round(percent, 1),
+            warning=f"{level} % of the daily budget spent: {self._spent_text(tokens, cost, limits)}" if level else None,
+        )
+
+    @staticmethod
+    def _spent_text(tokens: int, cost: float, limits: DailyLimits) -> str:
+        parts = [f"{tokens} of {limits.tokens} tokens"] if limits.tokens else [f"{tokens} tokens"]
+        if limits.cost_usd:
+            parts.append(f"{cost:.4f} of {limits.cost_usd} USD")
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -29,6 +162,8 @@ class Limits:
     max_targets: int = 20  # distinct devices reached through nornir tools
     max_repeats: int = 3  # the same call with the same arguments
     max_changes: int = 5  # changes sent to devices (changes.max_per_run)
+    max_tokens: Optional[int] = None  # prompt + completion, as the provider reports them
+    daily: Optional[DailyLimits] = None  # the agent's, shared with its other runs
 
     @classmethod
     def of(
@@ -47,17 +182,24 @@ class Limits:
             max_targets=definition.max_targets or inventory.max_targets,
             max_repeats=inventory.max_repeated_calls,
             max_changes=definition.changes.max_per_run,
+            max_tokens=definition.max_tokens or inventory.max_tokens,
+            daily=DailyLimits.of(definition),
         )
 
 
 class Budget:
-    """What one run has spent of its limits."""
+    """What one run of ``agent`` has spent of its limits; ``daily``: what the agent spent today."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, agent: str = "", daily: Optional[DailyUsage] = None) -> None:
         self.limits = limits
+        self.agent = agent
+        self.daily = daily if limits.daily is not None else None
         self.started = time.time()
         self.deadline = self.started + limits.seconds
         self.model_requests = 0
+        self.tokens = 0
+        self._next: Tuple[Optional[str], int] = (None, 0)  # the request about to be sent: model, prompt estimate
+        self._warned = 0  # highest warning level of max_tokens given
         self.targets: Set[str] = set()
         self.changes = 0  # changes sent
         self._calls: Counter = Counter()  # (tool, arguments digest) -> times called
@@ -71,13 +213,43 @@ class Budget:
             return StopReason.run_timeout, f"run budget of {self.limits.seconds:.0f}s spent"
         return None
 
+    def expect(self, model: Optional[str], prompt_tokens: int) -> None:
+        """The next model request's model and prompt size, as Hermes estimates it before sending."""
+        self._next = (model, max(0, int(prompt_tokens or 0)))
+
     def model_request(self) -> Overrun:
-        """Count one model request; the overrun when the run has none left."""
+        """Count one model request; the overrun when the run has none left, or it would pass a token
+        or cost budget."""
+        model, expected = self._next
+        self._next = (None, 0)  # an auxiliary request (title, compression) has no estimate of its own
+        limit = self.limits.max_tokens
+        if limit is not None and self.tokens + expected > limit:
+            return StopReason.token_budget, (
+                f"token budget of {limit} spent: {self.tokens} used"
+                + (f", the next request needs about {expected}" if expected and self.tokens < limit else "")
+            )
+        refusal = self.daily.refusal(self.agent, self.limits.daily, model, expected) if self.daily else None
+        if refusal:
+            return StopReason.daily_budget, f"daily budget spent: {refusal}"
         with self._lock:
             if self.model_requests >= self.limits.max_turns:
                 return StopReason.max_turns, f"model call budget of {self.limits.max_turns} spent"
             self.model_requests += 1
         return None
+
+    def model_usage(self, model: Optional[str], prompt: int, completion: int) -> List[str]:
+        """Count one answer's tokens (and the agent's daily cost); warnings at 50, 75 and 90 % of a budget."""
+        warnings = []
+        with self._lock:
+            before, self.tokens = self.tokens, self.tokens + prompt + completion
+            level = crossed(before, self.tokens, self.limits.max_tokens)
+            if level and level > self._warned:
+                self._warned = level
+                warnings.append(f"{level} % of the run's token budget spent: {self.tokens} of {self.limits.max_tokens}")
+        if self.daily is not None:
+            warning = self.daily.add(self.agent, self.limits.daily, model, prompt, completion)
+            warnings += [warning] if warning else []
+        return warnings
 
     def tool_call(self, tool: str, digest: str) -> Overrun:
         """Count one NorFab tool call; the overrun when it must not be made."""

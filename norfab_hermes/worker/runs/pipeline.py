@@ -4,16 +4,19 @@ with its budgets, a run slot and its session, the gateway turn, the result.
 
 An invoke runs it in its NorFab job, ``start_run`` on a thread of its own,
 a due schedule on the scheduler's; each run ends (and is kept for
-``get_run``) whatever happens on the way.
+``get_run``) whatever happens on the way. Admission answers a request that
+repeats a ``dedupe_key`` with the earlier run, and refuses one over the
+agent's runs per minute or daily budget (``storm``, ``budget``).
 """
 
 import logging
 import threading
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
-from ...errors import AgentUnavailable, InvalidRequest
+from ...errors import AgentUnavailable, Busy, InvalidRequest, OverBudget, UnknownRun
 from ...models import AgentDefinition, HermesInventory, InvokeResultData, Lineage, RunStateData, StopReason
+from ...norfab_compat import client_of
 from ..agents.catalog import AgentCatalog
 from ..hermes import compat, metering, plugin
 from ..hermes.runtime import HermesRuntime
@@ -21,9 +24,10 @@ from ..sessions.store import Sessions
 from ..tools.delegation import Delegator
 from ..tools.specs import ToolBox
 from . import turn
-from .budget import Limits
+from .budget import DailyUsage, Limits
 from .registry import RunRegistry
 from .run import Run
+from .storm import Storm
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +56,9 @@ class RunPipeline:
         tools: ToolBox,
         delegator: Delegator,
         stopping: threading.Event,
+        storm: Optional[Storm] = None,
+        daily: Optional[DailyUsage] = None,
+        note: Callable[..., None] = lambda kind, **details: None,
     ) -> None:
         self.worker_name = worker_name
         self.inventory = inventory
@@ -62,6 +69,9 @@ class RunPipeline:
         self.tools = tools
         self.delegator = delegator
         self.stopping = stopping
+        self.storm = storm or Storm(worker_name)
+        self.daily = daily
+        self.note = note  # an audit entry: note(kind, agent=, run_id=, actor=, **data)
 
     def require(self, agent: str) -> AgentDefinition:
         """The definition of an agent that can take a run now; AgentUnavailable says why not."""
@@ -81,23 +91,37 @@ class RunPipeline:
         job: Any,
         interactive: bool = False,
         lineage: Optional[Dict[str, Any]] = None,
+        dedupe_key: Optional[str] = None,
     ) -> InvokeResultData:
         check_instructions(instructions)
-        asked_by = self._check_lineage(agent, lineage, getattr(job, "client_address", None))
-        run = self._accept(agent, session_id, timeout, job, interactive)
-        run.lineage = asked_by
+        client = client_of(job)
+        asked_by = self._check_lineage(agent, lineage, client)
+        run, earlier = self._accept(
+            agent, instructions, session_id, timeout, job, interactive, None, client, dedupe_key, asked_by
+        )
+        if earlier is not None:
+            return self._earlier_result(agent, earlier, dedupe_key, timeout, job)
         return self._execute(run, instructions)
 
     def run_scheduled(self, agent: str, prompt: str, schedule_id: str) -> InvokeResultData:
         """A due schedule, as a run of its agent: a session of its own, nobody attached."""
-        return self._execute(self._accept(agent, None, None, None, False, schedule_id), prompt)
+        run, _ = self._accept(agent, prompt, None, None, None, False, schedule_id)
+        return self._execute(run, prompt)
 
     def start_run(
-        self, agent: str, instructions: str, session_id: Optional[str], timeout: Optional[float]
+        self,
+        agent: str,
+        instructions: str,
+        session_id: Optional[str],
+        timeout: Optional[float],
+        client: Optional[str] = None,
+        dedupe_key: Optional[str] = None,
     ) -> RunStateData:
         """A run in the background: its ids at once; get_run follows it."""
         check_instructions(instructions)
-        run = self._accept(agent, session_id, timeout, None, False)
+        run, earlier = self._accept(agent, instructions, session_id, timeout, None, False, None, client, dedupe_key)
+        if earlier is not None:
+            return self.runs.state(agent, earlier, deduplicated=True)
         threading.Thread(
             target=self._background, args=(run, instructions), name=f"hermes-run-{run.run_id}", daemon=True
         ).start()
@@ -107,23 +131,30 @@ class RunPipeline:
         return self.run_state(agent, run.run_id)
 
     def run_state(self, agent: str, run_id: str, offset: int = 0) -> RunStateData:
-        self.catalog.require_known(agent)
-        run = self.runs.get(agent, run_id)
-        events = run.events[offset:]
-        return RunStateData(
-            run_id=run.run_id,
-            agent=run.agent,
-            worker=self.worker_name,
-            session_id=run.session_id,
-            state=run.state,
-            stop_reason=run.stop_reason if run.finished is not None else None,
-            started=run.summary().started,
-            events=events,
-            next_offset=offset + len(events),
-            approvals=run.approvals,
-            reply=run.reply,
-            result=run.result,
-        )
+        """A run of the agent, in flight or from its record (also of an agent since deleted)."""
+        try:
+            return self.runs.state(agent, run_id, offset)
+        except UnknownRun:
+            self.catalog.require_known(agent)  # an unknown agent says which agents there are
+            raise
+
+    def _earlier_result(
+        self, agent: str, run_id: str, key: Optional[str], timeout: Optional[float], job: Any
+    ) -> InvokeResultData:
+        """A repeated invoke gets the envelope of the run its dedupe_key started, once that run ends."""
+        if job is not None:
+            job.event(f"run {run_id} already started with dedupe_key '{key}': waiting for its result")
+        limits = Limits.of(self.require(agent), self.inventory, 1, timeout, job)
+        deadline = time.time() + limits.seconds
+        run = self.runs.live(run_id)
+        while run is not None and run.finished is None and time.time() < deadline:
+            time.sleep(turn.POLL)
+        state = self.runs.state(agent, run_id)
+        if state.state != "finished":
+            raise Busy(f"run {run_id} with dedupe_key '{key}' is still running; follow it with get_run")
+        if state.result is None:
+            raise UnknownRun(f"run {run_id} with dedupe_key '{key}' ended without a result: {state.stop_reason}")
+        return state.result.model_copy(update={"deduplicated": True})
 
     # --------------------------------------------------------------- steps
 
@@ -149,24 +180,43 @@ class RunPipeline:
     def _accept(
         self,
         agent: str,
+        instructions: str,
         session_id: Optional[str],
         timeout: Optional[float],
         job: Any,
         interactive: bool,
         schedule_id: Optional[str] = None,
-    ) -> Run:
-        """A run of the agent, with its budgets, tracked from now on (queued until it executes)."""
+        client: Optional[str] = None,
+        dedupe_key: Optional[str] = None,
+        lineage: Optional[Lineage] = None,
+    ) -> Tuple[Optional[Run], Optional[str]]:
+        """A new run of the agent, with its budgets, tracked from now on (queued until it executes);
+        or, for a repeated dedupe_key, the id of the earlier run: (new run, earlier run id)."""
         definition = self.require(agent)
         if self.tools.retry_unavailable():
             plugin.install_tools(self.tools.specs)
         limits = Limits.of(definition, self.inventory, self.catalog.max_turns(definition), timeout, job)
-        chat_id = self.sessions.chat_for(agent, session_id)
-        run = Run(
-            agent, chat_id, compat.session_key(chat_id, agent), limits, job, interactive, definition.approval_timeout
-        )
-        run.session_id, run.schedule_id = session_id, schedule_id
-        self.runs.track(run)
-        return run
+        window, per_minute = definition.dedupe_window, definition.max_runs_per_minute
+        try:
+            with self.storm.admission(agent, dedupe_key, window, per_minute) as ticket:
+                if ticket.earlier is not None:
+                    return None, ticket.earlier
+                refusal = self.daily.refusal(agent, limits.daily) if self.daily else None
+                if refusal:
+                    raise OverBudget(f"{refusal}; its runs start again the next day (UTC) or with a bigger budget")
+                chat_id = self.sessions.chat_for(agent, session_id)
+                session_key = compat.session_key(chat_id, agent)
+                run = Run(agent, chat_id, session_key, limits, job, interactive, definition.approval_timeout, self.daily)
+                run.session_id, run.schedule_id, run.lineage = session_id, schedule_id, lineage
+                run.instructions, run.client, run.dedupe_key = instructions, client, dedupe_key
+                run.approvers = list(definition.approvers)
+                self.runs.track(run)
+                ticket.started(run.run_id)
+                return run, None
+        except (Busy, OverBudget) as refused:
+            details = {"reason": str(refused), "code": refused.code, "schedule_id": schedule_id}
+            self.note("run.refused", agent=agent, actor=client, **details)
+            raise
 
     def _background(self, run: Run, instructions: str) -> None:
         try:

@@ -5,6 +5,8 @@ questions a run may ask its live caller.
 
 The session keys of runs in flight are also kept on disk, so that after a
 crash the host knows which turns were cut (``compat.settle_cut_turns``).
+Every run is recorded as it goes (``recording``); a run no longer in memory
+is answered from its record.
 """
 
 import contextlib
@@ -16,11 +18,12 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
 from ...errors import RUN_FINISHED, Busy, UnknownRun
-from ...models import ActiveRun, InterruptResultData, InvokeResultData, StopReason
+from ...models import ActiveRun, InterruptResultData, InvokeResultData, RunStateData, StopReason
 from ..files import write_file
+from .recording import RunRecorder
 from .run import Run
 
-FINISHED_RUNS_KEPT = 200  # finished runs get_run can still show ...
+FINISHED_RUNS_KEPT = 200  # finished runs kept in memory (older ones are read from the records) ...
 FINISHED_RUN_SECONDS = 24 * 3600  # ... for at most this long
 ASK_TIMEOUT = 300.0  # longest wait for an operator's answer, within the run budget
 IN_FLIGHT_FILE = "norfab_runs_in_flight.json"
@@ -35,10 +38,14 @@ class RunRegistry:
         worker_name: for messages.
         root: the instance root, where the in-flight ledger is kept.
         max_concurrent_runs: runs executing at once; as many more may queue.
+        recorder: where runs are recorded as they go.
     """
 
-    def __init__(self, worker_name: str, root: Path, max_concurrent_runs: int) -> None:
+    def __init__(
+        self, worker_name: str, root: Path, max_concurrent_runs: int, recorder: Optional[RunRecorder] = None
+    ) -> None:
         self.worker_name = worker_name
+        self.recorder = recorder
         self.ledger = Path(root) / IN_FLIGHT_FILE
         self.max_concurrent_runs = max_concurrent_runs
         self._runs: Dict[str, Run] = {}  # accepted and not finished: queued or executing
@@ -55,11 +62,20 @@ class RunRegistry:
         """An accepted run: get_run, get_status and interrupt find it from now on."""
         with self._lock:
             self._runs[run.run_id] = run
+        if self.recorder is not None:
+            run.log = self.recorder
+            self.recorder.started(run)
 
     def finish(self, run: Run, result: Optional[InvokeResultData]) -> None:
-        """The run ended (or never started): keep it for get_run for a while."""
+        """The run ended (or never started): recorded, and kept in memory for a while."""
+        self._finish(run, result)
+        if self.recorder is not None:
+            self.recorder.ended(run)
+
+    def _finish(self, run: Run, result: Optional[InvokeResultData]) -> None:
         with self._lock:
             run.result, run.finished = result, time.time()
+            run.session_id = (result.session_id if result else None) or run.session_id
             run.stop_reason = run.stop_reason or (result.stop_reason if result else StopReason.failed.value)
             self._runs.pop(run.run_id, None)
             self._finished[run.run_id] = run
@@ -130,6 +146,8 @@ class RunRegistry:
             run.executing = True
             self._by_key[run.session_key] = run
             self._write_ledger()
+        if self.recorder is not None:
+            self.recorder.running(run)
         try:
             yield
         finally:
@@ -163,13 +181,28 @@ class RunRegistry:
         with self._lock:
             run = self._runs.get(run_id) or self._finished.get(run_id)
         if run is None:
-            raise UnknownRun(
-                f"run '{run_id}' is not known on worker '{self.worker_name}' (finished runs are kept for "
-                f"{FINISHED_RUN_SECONDS // 3600} h, at most {FINISHED_RUNS_KEPT})"
-            )
+            raise UnknownRun(f"run '{run_id}' is not known on worker '{self.worker_name}'")
         if run.agent != agent:
             raise UnknownRun(f"run '{run_id}' belongs to agent '{run.agent}', not '{agent}'")
         return run
+
+    def live(self, run_id: str) -> Optional[Run]:
+        """A run still in memory, whichever its agent."""
+        with self._lock:
+            return self._runs.get(run_id) or self._finished.get(run_id)
+
+    def state(self, agent: str, run_id: str, offset: int = 0, deduplicated: bool = False) -> RunStateData:
+        """A run as get_run shows it: from memory while it is there, else from its record."""
+        with self._lock:
+            run = self._runs.get(run_id) or self._finished.get(run_id)
+        if run is not None:
+            return self.get(agent, run_id).state_data(self.worker_name, offset, deduplicated)
+        stored = self.recorder.state(run_id, offset) if self.recorder is not None else None
+        if stored is None:
+            raise UnknownRun(f"run '{run_id}' is not known on worker '{self.worker_name}' (not in its run records)")
+        if stored.agent != agent:
+            raise UnknownRun(f"run '{run_id}' belongs to agent '{stored.agent}', not '{agent}'")
+        return stored.model_copy(update={"deduplicated": deduplicated})
 
     def active(self) -> List[ActiveRun]:
         """Runs whose turn is in the gateway now (queued ones wait for a slot or their session)."""
@@ -187,6 +220,11 @@ class RunRegistry:
         with self._lock:
             known = run_id in self._runs or run_id in self._finished
         if not known:
+            stored = self.recorder.state(run_id, 0) if self.recorder is not None else None
+            if stored is not None and stored.agent == agent and stored.state == "finished":
+                raise UnknownRun(
+                    f"run '{run_id}' on worker '{self.worker_name}' already finished: {stored.stop_reason}", RUN_FINISHED
+                )
             raise UnknownRun(f"run '{run_id}' is not running on worker '{self.worker_name}'")
         run = self.get(agent, run_id)
         if run.finished is not None:

@@ -11,16 +11,35 @@ live caller sees as job events.
 import logging
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Protocol, Set
 
-from ...models import ActiveRun, ApprovalInfo, InvokeResultData, Lineage, RunEvent, ToolCallSummary
-from .budget import Budget, Limits, Overrun
+from ...models import ActiveRun, ApprovalInfo, InvokeResultData, Lineage, RunEvent, RunStateData, ToolCallSummary
+from .budget import Budget, DailyUsage, Limits, Overrun
 
 log = logging.getLogger(__name__)
 
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def iso(seconds: Optional[float]) -> Optional[str]:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds") if seconds else None
+
+
+class Asked(Protocol):
+    """An approval the run asked for (``approvals.ApprovalRecord``)."""
+
+    @property
+    def state(self) -> str: ...
+
+    def info(self) -> ApprovalInfo: ...
+
+
+class RunLog(Protocol):
+    """Where a run's tool calls are recorded as they happen (``recording.RunRecorder``)."""
+
+    def tool_call(self, run: "Run") -> None: ...
 
 
 class Run:
@@ -35,9 +54,15 @@ class Run:
         job: Any,
         interactive: bool = False,
         approval_timeout: float = 0.0,
+        daily: Optional[DailyUsage] = None,
     ) -> None:
         self.run_id = uuid.uuid4().hex[:12]
         self.agent = agent
+        self.instructions = ""  # what the run was asked
+        self.client: Optional[str] = None  # the NorFab client that asked; None for a schedule
+        self.dedupe_key: Optional[str] = None
+        self.approvers: List[str] = []  # the agent's, for tools that do not name their own
+        self.log: Optional[RunLog] = None
         self.chat_id = chat_id
         self.session_key = session_key
         self.session_id: Optional[str] = None
@@ -45,7 +70,7 @@ class Run:
         self.lineage: Optional[Lineage] = None  # the runs that asked for this one, when another agent asked
         self.job = job
         self.job_uuid = getattr(job, "juuid", None)
-        self.budget = Budget(limits)
+        self.budget = Budget(limits, agent, daily)
         self.interactive = interactive
         self.stop_reason: Optional[str] = None
         self.stop_message = ""
@@ -53,7 +78,7 @@ class Run:
         self.tool_calls: List[ToolCallSummary] = []
         self.warnings: List[str] = []
         self.approval_timeout = approval_timeout  # how long the run waits in the approval inbox
-        self.approvals: List[ApprovalInfo] = []
+        self.approvals: List[Asked] = []
         self.events: List[RunEvent] = []  # the journal: every event, for get_run
         self.executing = False  # holds a run slot and its session (not queued)
         self.result: Optional[InvokeResultData] = None
@@ -160,8 +185,22 @@ class Run:
         self.stop(reason.value, message)
         return message
 
+    def expect_request(self, model: Optional[str], prompt_tokens: int) -> None:
+        """Hermes is about to send a model request of about ``prompt_tokens`` to ``model``."""
+        self.budget.expect(model, prompt_tokens)
+
+    def count_usage(self, model: Optional[str], prompt: int, completion: int) -> None:
+        """A model answered, using these tokens: counted against the run's and the agent's budgets."""
+        for warning in self.budget.model_usage(model, prompt, completion):
+            self.event(f"run {self.run_id}: {warning}", severity="WARNING")
+
     def record_tool_call(self, summary: ToolCallSummary) -> None:
         self.tool_calls.append(summary)
+        if self.log is not None:
+            self.log.tool_call(self)
+
+    def approval_infos(self) -> List[ApprovalInfo]:
+        return [approval.info() for approval in self.approvals]
 
     def summary(self) -> ActiveRun:
         return ActiveRun(
@@ -171,4 +210,29 @@ class Run:
             session_id=self.session_id,
             started=datetime.fromtimestamp(self.started, timezone.utc).isoformat(),
             schedule_id=self.schedule_id,
+            tokens=self.budget.tokens,
+            max_tokens=self.budget.limits.max_tokens,
+        )
+
+    def state_data(self, worker: str, offset: int = 0, deduplicated: bool = False) -> RunStateData:
+        """The run as get_run shows it: events from ``offset`` on."""
+        events = self.events[offset:]
+        return RunStateData(
+            run_id=self.run_id,
+            agent=self.agent,
+            worker=worker,
+            session_id=self.session_id,
+            state=self.state,
+            stop_reason=self.stop_reason if self.finished is not None else None,
+            started=self.summary().started,
+            events=events,
+            next_offset=offset + len(events),
+            approvals=self.approval_infos(),
+            reply=self.reply,
+            result=self.result,
+            instructions=self.instructions,
+            client=self.client,
+            schedule_id=self.schedule_id,
+            finished=iso(self.finished),
+            deduplicated=deduplicated,
         )

@@ -85,7 +85,7 @@ def envelope(
             cost_usd=result.cost_usd,
         ),
         warnings=run.warnings,
-        approvals=run.approvals,
+        approvals=run.approval_infos(),
         lineage=run.lineage,
     )
 

@@ -13,8 +13,9 @@ jobs is due. The run itself goes through the host (see
 ``run_timeout``, shows in ``get_status`` and can be interrupted.
 
 History lives beside the store, in ``<profile>/cron/norfab_history.jsonl``:
-one line per run (and per run Hermes skipped), with the finding, the
-session to read it in full and the tool calls with their NorFab job UUIDs.
+one line per run (and per run Hermes skipped, and per run skipped because
+the agent's daily budget is spent), with the finding, the session to read it
+in full and the tool calls with their NorFab job UUIDs.
 """
 
 import logging
@@ -23,6 +24,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
+from ...errors import OverBudget
 from ...models import (
     AgentSchedules,
     InvokeResultData,
@@ -160,6 +162,20 @@ class Schedules:
             return False, f"# {job.name} (REFUSED)\n\n{error}\n", "", error
         try:
             result = self.run_scheduled(agent, cron.job_prompt(job) or job.prompt, job.id)
+        except OverBudget as error:  # the agent's daily budget is spent: no model is called
+            message = str(error)
+            self.history.record(
+                agent,
+                ScheduleRun(
+                    schedule_id=job.id,
+                    status="skipped",
+                    due=iso(due),
+                    started=iso(started),
+                    warnings=[message],
+                    note="skipped: the agent's daily budget is spent, the model was not called",
+                ),
+            )
+            return False, f"# {job.name} (SKIPPED)\n\n{message}\n", "", message
         except Exception as error:  # the agent cannot run now (stopped, busy, shutting down)
             message = str(error)
             self.history.record(

@@ -2,6 +2,7 @@
 
 from typing import Any, Dict, Optional
 
+from norfab.core.worker import Job
 from norfab.models import Result
 
 from ...errors import InvalidRequest
@@ -13,6 +14,7 @@ from ...models import (
     ManageAgentResult,
     TaskInput,
 )
+from ...norfab_compat import client_of
 from ..agents.views import agent_details, agent_summaries
 from .base import READ_ONLY, REST, HermesTask
 
@@ -33,6 +35,7 @@ class AgentTasks:
     @HermesTask(input=ManageAgentInput, output=ManageAgentResult, fastapi=REST, mcp=False, agent={"enabled": False})
     def manage_agent(
         self,
+        job: Job,
         action: str,
         agent: str,
         definition: Optional[Dict[str, Any]] = None,
@@ -58,7 +61,7 @@ class AgentTasks:
             if definition is not None:
                 raise InvalidRequest("definition: give a definition or a source, not both")
             definition = self.fetch_definition(agent, source).model_dump(exclude_defaults=True)
-        result = self.running_host().manage_agent(action, agent, definition, clone_from, interrupt)
+        result = self.running_host().manage_agent(action, agent, definition, clone_from, interrupt, client_of(job))
         return Result(result=result.model_dump())
 
     @HermesTask(

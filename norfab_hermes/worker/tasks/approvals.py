@@ -1,18 +1,13 @@
 """The approval inbox tasks: pending approvals, approve and deny."""
 
-from typing import Any, Optional
+from typing import Optional
 
 from norfab.core.worker import Job
 from norfab.models import Result
 
 from ...models import ApprovalResult, DecisionInput, GetApprovalsInput, GetApprovalsResult
+from ...norfab_compat import client_of
 from .base import APPROVES, DENIES, READ_ONLY, REST, HermesTask
-
-
-def client_of(job: Any) -> Optional[str]:
-    """The NorFab client that sent the job (NorFab 0.25 carries no verified user)."""
-    address = getattr(job, "client_address", None)
-    return address.decode(errors="replace") if isinstance(address, bytes) else address
 
 
 class ApprovalTasks:

@@ -6,7 +6,7 @@ from norfab.core.worker import Job
 from norfab.models import Result
 
 from ...models import AcknowledgeInput, BreakerResult, ChangeOutcomeResult, ResetBreakerInput
-from .approvals import client_of
+from ...norfab_compat import client_of
 from .base import REST, HermesTask
 
 

@@ -16,6 +16,7 @@ from ...models import (
     InvokeResult,
     StartRunInput,
 )
+from ...norfab_compat import client_of
 from .base import READ_ONLY, REST, STARTS_RUN, STOPS_RUN, HermesTask
 
 
@@ -36,6 +37,7 @@ class RunTasks:
         timeout: Optional[float] = None,
         interactive: bool = False,
         lineage: Optional[dict] = None,
+        dedupe_key: Optional[str] = None,
     ) -> Result:
         """
         Run one agent turn: send instructions to an agent and return its reply.
@@ -49,6 +51,8 @@ class RunTasks:
             interactive: the caller answers the agent's questions and approval
                 requests (NorFab input requests); otherwise they are refused.
             lineage: set by a delegating agent's worker: the runs that asked.
+            dedupe_key: within the agent's dedupe_window, a request with the key
+                of an earlier run gets that run's envelope, marked deduplicated.
 
         Returns:
             Result whose ``result`` is the run envelope: response, run_id,
@@ -56,9 +60,8 @@ class RunTasks:
             and for a delegated run its lineage.
         """
         host = self.running_host()
-        return Result(
-            result=host.invoke(agent, instructions, session_id, timeout, job, interactive, lineage).model_dump()
-        )
+        result = host.invoke(agent, instructions, session_id, timeout, job, interactive, lineage, dedupe_key)
+        return Result(result=result.model_dump())
 
     @HermesTask(input=InterruptInput, output=InterruptResult, fastapi=REST, mcp=STOPS_RUN, agent={"enabled": False})
     def interrupt(self, agent: str, run_id: str) -> Result:
@@ -85,7 +88,13 @@ class RunTasks:
 
     @HermesTask(input=StartRunInput, output=GetRunResult, fastapi=REST, mcp=STARTS_RUN, agent={"enabled": False})
     def start_run(
-        self, agent: str, instructions: str, session_id: Optional[str] = None, run_timeout: Optional[float] = None
+        self,
+        job: Job,
+        agent: str,
+        instructions: str,
+        session_id: Optional[str] = None,
+        run_timeout: Optional[float] = None,
+        dedupe_key: Optional[str] = None,
     ) -> Result:
         """
         Ask a network agent to investigate something; it works in the background and this answers at
@@ -97,17 +106,22 @@ class RunTasks:
             instructions: what to ask the agent.
             session_id: continue this session; omit to start a new one.
             run_timeout: run budget in seconds, at most the agent's run_timeout.
+            dedupe_key: within the agent's dedupe_window, a request with the key of an
+                earlier run gets that run (deduplicated: true) instead of a new one.
 
         Returns:
             Result whose ``result`` is the run's state (follow it with get_run).
         """
-        return Result(result=self.running_host().start_run(agent, instructions, session_id, run_timeout).model_dump())
+        host = self.running_host()
+        state = host.start_run(agent, instructions, session_id, run_timeout, client_of(job), dedupe_key)
+        return Result(result=state.model_dump())
 
     @HermesTask(input=GetRunInput, output=GetRunResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False})
     def get_run(self, agent: str, run_id: str, offset: int = 0) -> Result:
         """
         Check on an agent's run: its state (queued, running, waiting_for_approval, finished), progress
-        events from an offset, and once finished its answer, tool calls and usage.
+        events from an offset, and once finished its answer, tool calls and usage. Finished runs are
+        answered from the worker's run records, also after a restart.
 
         Args:
             agent: agent name of the run.

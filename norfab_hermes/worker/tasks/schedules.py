@@ -2,9 +2,11 @@
 
 from typing import Any, Dict, Optional
 
+from norfab.core.worker import Job
 from norfab.models import Result
 
 from ...models import ScheduleDefinition, ScheduleInput, ScheduleResult
+from ...norfab_compat import client_of
 from .base import REST, HermesTask
 
 
@@ -12,6 +14,7 @@ class ScheduleTasks:
     @HermesTask(input=ScheduleInput, output=ScheduleResult, fastapi=REST, mcp=False, agent={"enabled": False})
     def schedule(
         self,
+        job: Job,
         agent: str,
         action: str,
         schedule_id: Optional[str] = None,
@@ -35,4 +38,5 @@ class ScheduleTasks:
             changed, the history (newest first) and a one-line message.
         """
         parsed = ScheduleDefinition.model_validate(definition) if definition is not None else None
-        return Result(result=self.running_host().schedule(agent, action, schedule_id, parsed, limit).model_dump())
+        result = self.running_host().schedule(agent, action, schedule_id, parsed, limit, client_of(job))
+        return Result(result=result.model_dump())

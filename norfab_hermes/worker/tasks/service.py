@@ -31,8 +31,8 @@ class ServiceTasks:
     @HermesTask(input=GetStatusInput, output=GetStatusResult, fastapi=REST, mcp=READ_ONLY)
     def get_status(self, agent: Optional[str] = None) -> Result:
         """
-        Readiness, agents, active runs, scheduler health, errors, and the change envelope (device locks,
-        open breakers, changes of unknown outcome) of this worker.
+        Readiness, agents, active runs, scheduler health, daily budgets, errors, and the change envelope
+        (device locks, open breakers, changes of unknown outcome) of this worker.
 
         Args:
             agent: only this agent's availability, runs and schedules.
@@ -50,6 +50,7 @@ class ServiceTasks:
                 agents={name: up for name, up in agents.items() if agent in (None, name)},
                 active_runs=[run for run in runs if agent in (None, run.agent)],
                 scheduler=host.schedules.status(agent) if host else SchedulerStatus(),
+                budgets=host.budgets(agent) if host else {},
                 changes=host.change_status(agent) if host else ChangesStatus(),
                 max_concurrent_runs=host.inventory.max_concurrent_runs if host else 0,
                 hermes_home=str(host.root) if host else None,

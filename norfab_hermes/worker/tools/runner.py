@@ -226,9 +226,11 @@ class ToolRunner:
             raise ToolError("this tool needs the operator's approval, and nobody can be asked in this run")
         service, task, workers = spec.where()
         target = f"{service}.{task} on {workers}"
-        if not run.interactive and run.approval_timeout > 0 and self.inbox is not None:
-            shown = dict(preview=change.preview, digest=change.digest, devices=change.devices) if change else {}
-            approval = self.inbox.request(run, spec.name, target, arguments, **shown)
+        approvers = spec.definition.approvers if spec.definition.approvers is not None else run.approvers
+        # a caller who is not among the approvers answers nothing inline: the call waits in the inbox
+        inline = run.interactive and (not approvers or run.client in approvers)
+        if not inline and run.approval_timeout > 0 and self.inbox is not None:
+            approval = self.inbox.request(run, spec.name, target, arguments, approvers, change)
             note = f" ({approval.note})" if approval.note else ""
             if approval.state == "approved":
                 return
@@ -236,6 +238,11 @@ class ToolRunner:
                 raise ToolError(f"{approval.decided_by or 'an operator'} denied this call{note}; it was not made")
             raise ToolError(
                 f"this tool needs the operator's approval: approval {approval.approval_id} expired{note}; the call was not made"
+            )
+        if run.interactive and not inline:
+            raise ToolError(
+                f"this tool needs the approval of {', '.join(approvers)}; the run's caller is not one of them "
+                "and the agent sets no approval_timeout to wait for them; the call was not made"
             )
         what = change.what if change else "run tool"
         question = (
@@ -250,7 +257,10 @@ class ToolRunner:
             allowed = self.ask(run.session_key, question, False, metadata)
         except PermissionError as reason:
             raise ToolError(f"this tool needs the operator's approval: {reason}; the call was not made") from None
-        if allowed is not True and str(allowed).lower() not in ("y", "yes", "true"):
+        approved = allowed is True or str(allowed).lower() in ("y", "yes", "true")
+        if self.inbox is not None:
+            self.inbox.answered(run, spec.name, target, arguments, approved, approvers, change)
+        if not approved:
             raise ToolError("the operator declined this call; it was not made")
 
     # -------------------------------------------------------------- dispatch

@@ -1,0 +1,193 @@
+"""
+The worker's records: how much the run records and audit log grow per 1,000 runs and what recording
+costs a run, measured on the records themselves (a typical run: accepted, running, three tool calls,
+one approval asked and decided, ended with its events and answer) and on real invokes through NorFab;
+and how long get_runs and verify_audit take on a worker with 10,000 runs.
+"""
+
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+from common import WORKER, invoke, median, row, timed, worker
+
+from norfab_hermes.models import (
+    ApprovalInfo,
+    InvokeResultData,
+    RecordsSettings,
+    RunEvent,
+    RunStateData,
+    RunUsage,
+    ToolCallSummary,
+)
+from norfab_hermes.testing.embedded import running_norfab
+from norfab_hermes.worker.records.db import RECORDS_FILE
+from norfab_hermes.worker.records.runs import RunRow
+from norfab_hermes.worker.records.store import Records
+
+RUNS = 10_000
+REAL_RUNS = 100
+ANSWER = "r1 Gi0/1 is down since 02:10 (line protocol down, 412 input errors); Gi0/2 and Gi0/3 are up. " * 8
+
+
+def size(folder: Path) -> int:
+    """Bytes of the records database, its WAL folded in first (as the worker does now and then)."""
+    with sqlite3.connect(folder / RECORDS_FILE) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return sum(path.stat().st_size for path in folder.glob(RECORDS_FILE + "*"))
+
+
+def one_run(records: Records, n: int) -> None:
+    """What the worker records for one typical run."""
+    run_id, started = f"{n:012x}", time.time()
+    records.run_started(
+        RunRow(
+            run_id,
+            "interfaces",
+            WORKER,
+            started,
+            f"Check interfaces on r{n % 50}: users report loss",
+            client="noc-desk",
+        )
+    )
+    records.run_running(run_id, f"session-{n}")
+    calls = []
+    for c in range(3):
+        calls.append(
+            ToolCallSummary(
+                tool="show_interfaces",
+                service="nornir",
+                task="cli",
+                workers="any",
+                arguments_digest=f"{c:012x}",
+                job_uuid=f"{n:016x}{c:016x}",
+                status="completed",
+                duration=0.41,
+            )
+        )
+        records.tool_call("interfaces", run_id, calls)
+    asked = ApprovalInfo(
+        approval_id=f"a{n:011x}",
+        run_id=run_id,
+        agent="interfaces",
+        worker=WORKER,
+        tool="bounce",
+        target="nornir.cli on any",
+        arguments={"FB": f"r{n % 50}"},
+        arguments_digest="9f3b2c1d0e4a",
+        state="pending",
+        requested="2026-12-01T02:10:00.000+00:00",
+        expires="2026-12-01T02:20:00.000+00:00",
+    )
+    records.approval(asked, "requested")
+    decided = asked.model_copy(
+        update={
+            "state": "approved",
+            "decided": "2026-12-01T02:11:00.000+00:00",
+            "decided_by": "noc-lead",
+            "note": "CHG-42",
+        }
+    )
+    records.approval(decided, "decided", "noc-lead")
+    events = [
+        RunEvent(time="2026-12-01T02:10:00.000+00:00", message=f"tool show_interfaces completed, job {n:032x}")
+        for _ in range(12)
+    ]
+    result = InvokeResultData(
+        response=ANSWER,
+        run_id=run_id,
+        session_id=f"session-{n}",
+        agent="interfaces",
+        worker=WORKER,
+        stop_reason="completed",
+        tool_calls=calls,
+        usage=RunUsage(api_calls=4, input_tokens=6000, output_tokens=400, total_tokens=6400),
+        approvals=[decided],
+    )
+    state = RunStateData(
+        run_id=run_id,
+        agent="interfaces",
+        worker=WORKER,
+        session_id=f"session-{n}",
+        state="finished",
+        stop_reason="completed",
+        started="2026-12-01T02:10:00.000+00:00",
+        events=events,
+        approvals=[decided],
+        result=result,
+        client="noc-desk",
+    )
+    records.run_ended(state, started + 5)
+
+
+def synthetic() -> List[Dict[str, Any]]:
+    folder = Path(tempfile.mkdtemp(prefix="bench-records-"))
+    records = Records(folder, WORKER, RecordsSettings())
+    took = []
+    for n in range(RUNS):
+        took.append(timed(lambda: one_run(records, n)))
+    per_thousand = size(folder) / RUNS * 1000 / 2**20
+    query = median(
+        [
+            timed(lambda: records.runs(50, 0, agent="interfaces", text="r7:", since="2026-01-01T00:00:00+00:00"))
+            for _ in range(5)
+        ]
+    )
+    verify = timed(records.verify)
+    assert records.verify().ok
+    note = "3 tool calls, 1 approval asked and decided, 12 events, a 760-character answer"
+    return [
+        row("records", "storage per 1,000 runs", per_thousand, "MiB", f"{RUNS} runs of: {note}; audit log included"),
+        row(
+            "records",
+            "recording cost per run",
+            1000 * median(took),
+            "ms",
+            "median of the 9 writes of one run (7 audit entries)",
+        ),
+        row("records", "recording cost per run, p95", 1000 * sorted(took)[int(0.95 * len(took))], "ms", ""),
+        row(
+            "records",
+            f"get_runs with text filter, {RUNS} runs",
+            1000 * query,
+            "ms",
+            "agent, since and text filters, 50 per page",
+        ),
+        row("records", f"verify_audit, {RUNS} runs", verify, "s", f"{7 * RUNS} entries"),
+    ]
+
+
+def real(url: str) -> List[Dict[str, Any]]:
+    base = Path(tempfile.mkdtemp(prefix="bench-records-real-"))
+    with running_norfab(base, worker(url, 1)) as nf:
+        invoke(nf.client, "agent-00", "warm up")
+        home = Path(
+            nf.client.run_job("hermes", "get_status", workers=WORKER, timeout=30)[WORKER]["result"]["hermes_home"]
+        )
+        before = size(home)
+        took = [timed(lambda: invoke(nf.client, "agent-00", f"Check interfaces on r{n}")) for n in range(REAL_RUNS)]
+        verified = nf.client.run_job("hermes", "verify_audit", workers=WORKER, timeout=60)[WORKER]["result"]
+        grown = size(home) - before
+    assert verified["ok"], verified
+    return [
+        row(
+            "records",
+            "storage per 1,000 real invokes",
+            grown / REAL_RUNS * 1000 / 2**20,
+            "MiB",
+            f"{REAL_RUNS} invokes without tools: the request, events and answer",
+        ),
+        row(
+            "records",
+            "invoke without tools (recorded)",
+            median(took),
+            "s",
+            "median; compare 'invoke without tools' of the tool-call bench",
+        ),
+    ]
+
+
+def run(url: str) -> List[Dict[str, Any]]:
+    return synthetic() + real(url)

@@ -1,0 +1,60 @@
+"""
+Approval records: every approval a run asked for, as it stands now
+(pending, then approved, denied or expired, with who decided, when and why).
+"""
+
+import sqlite3
+from typing import List, Optional
+
+from ...models import ApprovalInfo
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS approvals (
+    approval_id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    state TEXT NOT NULL,
+    requested TEXT NOT NULL,
+    decided_by TEXT,
+    info TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS approvals_run ON approvals (run_id);
+CREATE INDEX IF NOT EXISTS approvals_decided_by ON approvals (decided_by);
+"""
+
+
+def save(db: sqlite3.Connection, info: ApprovalInfo) -> None:
+    db.execute(
+        "INSERT INTO approvals (approval_id, run_id, agent, state, requested, decided_by, info) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (approval_id) DO UPDATE SET "
+        "state = excluded.state, decided_by = excluded.decided_by, info = excluded.info",
+        (
+            info.approval_id,
+            info.run_id,
+            info.agent,
+            info.state,
+            info.requested,
+            info.decided_by,
+            info.model_dump_json(),
+        ),
+    )
+
+
+def get(db: sqlite3.Connection, approval_id: str) -> Optional[ApprovalInfo]:
+    row = db.execute("SELECT info FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
+    return ApprovalInfo.model_validate_json(row["info"]) if row else None
+
+
+def of_run(db: sqlite3.Connection, run_id: str) -> List[ApprovalInfo]:
+    rows = db.execute("SELECT info FROM approvals WHERE run_id = ? ORDER BY requested", (run_id,)).fetchall()
+    return [ApprovalInfo.model_validate_json(row["info"]) for row in rows]
+
+
+def pending(db: sqlite3.Connection) -> List[ApprovalInfo]:
+    rows = db.execute("SELECT info FROM approvals WHERE state = 'pending' ORDER BY requested").fetchall()
+    return [ApprovalInfo.model_validate_json(row["info"]) for row in rows]
+
+
+def prune(db: sqlite3.Connection) -> int:
+    """Delete the approvals of runs no longer kept."""
+    return db.execute("DELETE FROM approvals WHERE run_id NOT IN (SELECT run_id FROM runs)").rowcount

@@ -1,0 +1,204 @@
+"""
+The audit log: an append-only list of what happened on the worker (runs
+started and ended, tool calls, approvals and decisions, agent lifecycle and
+schedule changes), each entry chained to the one before by a sha256 hash.
+
+Editing an entry breaks its own hash; deleting one leaves a gap in the
+sequence and breaks the next entry's link; cutting the tail disagrees with
+the head kept beside the log. Whoever can write the file can also rewrite
+the whole chain: keep the head that ``verify`` reports (or exports) off the
+host to prove the log later. Pruning old entries keeps the hash of the last
+pruned one, so the chain still starts from a known link.
+"""
+
+import hashlib
+import json
+import sqlite3
+from datetime import datetime, timezone
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from ...models import AuditEntry, AuditPage, AuditVerifyData
+
+GENESIS = "0" * 64  # the link before the first entry
+PROBLEMS_SHOWN = 100
+VERIFY_BATCH = 5000
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY,
+    time TEXT NOT NULL,
+    worker TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    agent TEXT,
+    run_id TEXT,
+    actor TEXT,
+    data TEXT NOT NULL,
+    prev TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_time ON audit (time);
+CREATE INDEX IF NOT EXISTS audit_run ON audit (run_id);
+-- 'head': the last entry appended; 'pruned': the last entry deleted by retention
+CREATE TABLE IF NOT EXISTS audit_anchor (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, hash TEXT NOT NULL);
+"""
+COLUMNS = "seq, time, worker, kind, agent, run_id, actor, data, prev, hash"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def entry_hash(
+    prev: str, seq: int, time: str, worker: str, kind: str, agent: Any, run_id: Any, actor: Any, data: str
+) -> str:
+    """The hash of an entry: its link to the one before and every field, unambiguously encoded."""
+    fields = [seq, time, worker, kind, agent, run_id, actor, data]
+    return hashlib.sha256(f"{prev}\n{json.dumps(fields)}".encode()).hexdigest()
+
+
+def canonical(data: Dict[str, Any]) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def anchor(db: sqlite3.Connection, name: str) -> Tuple[int, str]:
+    row = db.execute("SELECT seq, hash FROM audit_anchor WHERE name = ?", (name,)).fetchone()
+    return (row["seq"], row["hash"]) if row else (0, GENESIS)
+
+
+def set_anchor(db: sqlite3.Connection, name: str, seq: int, hash_: str) -> None:
+    db.execute(
+        "INSERT INTO audit_anchor (name, seq, hash) VALUES (?, ?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+        (name, seq, hash_),
+    )
+
+
+def append(
+    db: sqlite3.Connection,
+    worker: str,
+    kind: str,
+    agent: Optional[str] = None,
+    run_id: Optional[str] = None,
+    actor: Optional[str] = None,
+    data: Optional[Dict[str, Any]] = None,
+) -> int:
+    """Append one entry inside the caller's transaction; its sequence number."""
+    seq, prev = anchor(db, "head")
+    if seq == 0:  # a log whose head anchor is missing continues from its last entry
+        last = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (last["seq"], last["hash"]) if last else anchor(db, "pruned")
+    seq += 1
+    time, text = now_iso(), canonical(data or {})
+    digest = entry_hash(prev, seq, time, worker, kind, agent, run_id, actor, text)
+    db.execute(
+        f"INSERT INTO audit ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (seq, time, worker, kind, agent, run_id, actor, text, prev, digest),
+    )
+    set_anchor(db, "head", seq, digest)
+    return seq
+
+
+def _entry(row: sqlite3.Row) -> AuditEntry:
+    return AuditEntry(
+        seq=row["seq"],
+        time=row["time"],
+        worker=row["worker"],
+        kind=row["kind"],
+        agent=row["agent"],
+        run_id=row["run_id"],
+        actor=row["actor"],
+        data=json.loads(row["data"]),
+        prev=row["prev"],
+        hash=row["hash"],
+    )
+
+
+def page(
+    db: sqlite3.Connection,
+    after: int,
+    limit: int,
+    agent: Optional[str] = None,
+    run_id: Optional[str] = None,
+    kind: Optional[str] = None,
+    since: Optional[str] = None,
+    until: Optional[str] = None,
+) -> AuditPage:
+    """Entries after sequence number ``after``, oldest first, matching the filters."""
+    where, params = ["seq > ?"], [after]
+    for column, value in (("agent", agent), ("run_id", run_id), ("kind", kind)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if since is not None:
+        where.append("time >= ?")
+        params.append(since)
+    if until is not None:
+        where.append("time <= ?")
+        params.append(until)
+    rows = db.execute(
+        f"SELECT {COLUMNS} FROM audit WHERE {' AND '.join(where)} ORDER BY seq LIMIT ?", (*params, limit + 1)
+    ).fetchall()
+    entries = [_entry(row) for row in rows[:limit]]
+    return AuditPage(entries=entries, next_after=entries[-1].seq if len(rows) > limit else None)
+
+
+def _rows(db: sqlite3.Connection) -> Iterator[sqlite3.Row]:
+    after = 0
+    while True:
+        rows = db.execute(f"SELECT {COLUMNS} FROM audit WHERE seq > ? ORDER BY seq LIMIT ?", (after, VERIFY_BATCH))
+        rows = rows.fetchall()
+        yield from rows
+        if len(rows) < VERIFY_BATCH:
+            return
+        after = rows[-1]["seq"]
+
+
+def verify(db: sqlite3.Connection, worker: str) -> AuditVerifyData:
+    """Check every link and hash of the chain, from the last pruned entry to the head."""
+    problems: List[str] = []
+    expected, prev = anchor(db, "pruned")
+    expected += 1
+    first = last = None
+    count = 0
+    for row in _rows(db):
+        seq = row["seq"]
+        first = seq if first is None else first
+        if seq != expected:
+            problems.append(f"entries {expected} to {seq - 1} are missing (deleted)")
+        elif row["prev"] != prev:
+            problems.append(f"entry {seq} does not follow entry {seq - 1}: the link to it was changed")
+        fields = (row["time"], row["worker"], row["kind"], row["agent"], row["run_id"], row["actor"], row["data"])
+        if entry_hash(row["prev"], seq, *fields) != row["hash"]:
+            problems.append(f"entry {seq} was edited: its hash does not match its content")
+        prev, expected, last, count = row["hash"], seq + 1, seq, count + 1
+    head_seq, head_hash = anchor(db, "head")
+    if head_seq and (head_seq, head_hash) != (last, prev):
+        problems.append(
+            f"the log ends at entry {last or 0} but its head is entry {head_seq}: entries at the end were "
+            "deleted or changed"
+        )
+    shown = problems[:PROBLEMS_SHOWN]
+    if len(problems) > PROBLEMS_SHOWN:
+        shown.append(f"... and {len(problems) - PROBLEMS_SHOWN} more problems")
+    return AuditVerifyData(
+        worker=worker,
+        ok=not problems,
+        entries=count,
+        first_seq=first,
+        last_seq=last,
+        head=prev if last else None,
+        problems=shown,
+    )
+
+
+def prune(db: sqlite3.Connection, cutoff: str, keep: int) -> int:
+    """Delete entries older than ``cutoff`` or beyond the newest ``keep``, keeping the link; how many."""
+    by_age = db.execute("SELECT max(seq) FROM audit WHERE time < ?", (cutoff,)).fetchone()[0] or 0
+    head = db.execute("SELECT max(seq) FROM audit").fetchone()[0] or 0
+    through = max(by_age, head - keep)
+    row = db.execute("SELECT seq, hash FROM audit WHERE seq <= ? ORDER BY seq DESC LIMIT 1", (through,)).fetchone()
+    if row is None:
+        return 0
+    deleted = db.execute("DELETE FROM audit WHERE seq <= ?", (row["seq"],)).rowcount
+    set_anchor(db, "pruned", row["seq"], row["hash"])
+    return deleted

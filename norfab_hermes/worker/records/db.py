@@ -1,0 +1,69 @@
+"""
+The worker's records database: one SQLite file under the instance root, in
+WAL mode, one connection behind one lock. Every write is a short
+transaction, so a reader (get_runs, an export) never waits long and a
+``kill -9`` loses nothing that was committed.
+"""
+
+import contextlib
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Iterator, Sequence
+
+RECORDS_FILE = "norfab_records.db"
+SCHEMA_VERSION = 1  # in the file's user_version, for the migrations of later versions
+
+
+class Database:
+    """
+    One SQLite database shared by the worker's threads.
+
+    Args:
+        path: the database file (created with its folder).
+        schemas: the ``CREATE ... IF NOT EXISTS`` scripts of its tables.
+    """
+
+    def __init__(self, path: Path, schemas: Sequence[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # autocommit: transactions are explicit, BEGIN IMMEDIATE takes the write lock at once
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        with self._lock:
+            self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # takes effect on a new file only
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: a crash of the process loses no commit
+            self._db.execute("PRAGMA busy_timeout=5000")  # an operator's sqlite3 reading the file meanwhile
+            for schema in schemas:
+                self._db.executescript(schema)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed when the block ends, rolled back if it raises."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """Reads of one consistent moment: no write of this worker comes in between."""
+        with self._lock:
+            yield self._db
+
+    def compact(self) -> None:
+        """Give the pages of deleted rows back to the file system."""
+        with self._lock:
+            self._db.execute("PRAGMA incremental_vacuum")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,262 @@
+"""
+Run records: one row per run from the moment it is accepted, updated as it
+goes (running, waiting for an approval, each tool call) and completed when
+it ends. The columns are what ``get_runs`` filters and shows; the run's state
+as ``get_run`` shows it (events, result envelope) is kept compressed in a
+table of its own, so that the rows stay small and many share a page.
+"""
+
+import json
+import sqlite3
+import zlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional, Tuple
+
+from ...models import PREVIEW_CHARS, RunsPage, RunStateData, RunSummary, RunUsage
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    worker TEXT NOT NULL,
+    state TEXT NOT NULL,
+    stop_reason TEXT,
+    started REAL NOT NULL,
+    finished REAL,
+    session_id TEXT,
+    schedule_id TEXT,
+    job_uuid TEXT,
+    client TEXT,
+    dedupe_key TEXT,
+    parent_run_id TEXT,
+    instructions TEXT NOT NULL,
+    response TEXT NOT NULL DEFAULT '',
+    tool_calls INTEGER NOT NULL DEFAULT 0,
+    calls_so_far TEXT,  -- the tool calls of a run in flight, for the record of a run a crash cut
+    api_calls INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    total_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL
+);
+CREATE TABLE IF NOT EXISTS run_details (run_id TEXT PRIMARY KEY, detail BLOB NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
+CREATE INDEX IF NOT EXISTS runs_agent ON runs (agent, started);
+CREATE INDEX IF NOT EXISTS runs_dedupe ON runs (agent, dedupe_key) WHERE dedupe_key IS NOT NULL;
+"""
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """What is known of a run when it is accepted."""
+
+    run_id: str
+    agent: str
+    worker: str
+    started: float  # seconds since the epoch
+    instructions: str
+    session_id: Optional[str] = None
+    schedule_id: Optional[str] = None
+    job_uuid: Optional[str] = None
+    client: Optional[str] = None
+    dedupe_key: Optional[str] = None
+    parent_run_id: Optional[str] = None
+
+
+def iso(seconds: Optional[float]) -> Optional[str]:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds") if seconds else None
+
+
+def epoch(text: str) -> float:
+    return datetime.fromisoformat(text).timestamp()
+
+
+def pack(state: RunStateData) -> bytes:
+    """The run's state for get_run, without what is kept elsewhere (instructions, approvals)."""
+    kept = {"instructions": True, "approvals": True, "result": {"approvals"}}
+    return zlib.compress(state.model_dump_json(exclude=kept, exclude_none=True).encode())
+
+
+def detail(db: sqlite3.Connection, run_id: str) -> Optional[Dict[str, Any]]:
+    """The run's state as it ended (approvals left out), or None for a run in flight."""
+    row = db.execute("SELECT detail FROM run_details WHERE run_id = ?", (run_id,)).fetchone()
+    return json.loads(zlib.decompress(row["detail"])) if row else None
+
+
+def insert(db: sqlite3.Connection, row: RunRow) -> None:
+    db.execute(
+        "INSERT INTO runs (run_id, agent, worker, state, started, session_id, schedule_id, job_uuid, client, "
+        "dedupe_key, parent_run_id, instructions) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            row.run_id,
+            row.agent,
+            row.worker,
+            row.started,
+            row.session_id,
+            row.schedule_id,
+            row.job_uuid,
+            row.client,
+            row.dedupe_key,
+            row.parent_run_id,
+            row.instructions,
+        ),
+    )
+
+
+def set_state(db: sqlite3.Connection, run_id: str, state: str, session_id: Optional[str] = None) -> None:
+    """A run in flight changed state (running, waiting_for_approval); its session, once known."""
+    db.execute(
+        "UPDATE runs SET state = ?, session_id = coalesce(?, session_id) WHERE run_id = ? AND finished IS NULL",
+        (state, session_id, run_id),
+    )
+
+
+def set_tool_calls(db: sqlite3.Connection, run_id: str, calls: List[Dict[str, Any]]) -> None:
+    db.execute(
+        "UPDATE runs SET tool_calls = ?, calls_so_far = ? WHERE run_id = ?", (len(calls), json.dumps(calls), run_id)
+    )
+
+
+def calls_so_far(row: sqlite3.Row) -> List[Dict[str, Any]]:
+    return json.loads(row["calls_so_far"] or "[]")
+
+
+def finish(db: sqlite3.Connection, state: RunStateData, finished: float) -> None:
+    """The run ended: its outcome in the columns, its whole state beside them."""
+    result = state.result
+    usage = result.usage if result else RunUsage()
+    db.execute(
+        "UPDATE runs SET state = 'finished', stop_reason = ?, finished = ?, session_id = coalesce(?, session_id), "
+        "response = ?, tool_calls = coalesce(?, tool_calls), calls_so_far = NULL, api_calls = ?, input_tokens = ?, "
+        "output_tokens = ?, total_tokens = ?, cost_usd = ? WHERE run_id = ?",
+        (
+            state.stop_reason,
+            finished,
+            state.session_id,
+            result.response if result else "",
+            len(result.tool_calls) if result else None,
+            usage.api_calls,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.total_tokens,
+            usage.cost_usd,
+            state.run_id,
+        ),
+    )
+    db.execute("INSERT OR REPLACE INTO run_details (run_id, detail) VALUES (?, ?)", (state.run_id, pack(state)))
+
+
+def get(db: sqlite3.Connection, run_id: str) -> Optional[sqlite3.Row]:
+    return db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+
+
+def unfinished(db: sqlite3.Connection) -> List[sqlite3.Row]:
+    return db.execute("SELECT * FROM runs WHERE finished IS NULL ORDER BY started").fetchall()
+
+
+def by_dedupe_key(db: sqlite3.Connection, agent: str, key: str, since: float) -> Optional[str]:
+    row = db.execute(
+        "SELECT run_id FROM runs WHERE agent = ? AND dedupe_key = ? AND started >= ? ORDER BY started LIMIT 1",
+        (agent, key, since),
+    ).fetchone()
+    return row["run_id"] if row else None
+
+
+def _filters(
+    agent: Optional[str] = None,
+    state: Optional[str] = None,
+    stop_reason: Optional[str] = None,
+    since: Optional[str] = None,
+    until: Optional[str] = None,
+    schedule_id: Optional[str] = None,
+    decided_by: Optional[str] = None,
+    text: Optional[str] = None,
+) -> Tuple[str, List[Any]]:
+    where, params = ["1 = 1"], []
+    for column, value in (
+        ("agent", agent),
+        ("state", state),
+        ("stop_reason", stop_reason),
+        ("schedule_id", schedule_id),
+    ):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if since is not None:
+        where.append("started >= ?")
+        params.append(epoch(since))
+    if until is not None:
+        where.append("started <= ?")
+        params.append(epoch(until))
+    if decided_by is not None:
+        where.append("run_id IN (SELECT run_id FROM approvals WHERE decided_by = ?)")
+        params.append(decided_by)
+    if text is not None:
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where.append("(instructions LIKE ? ESCAPE '\\' OR response LIKE ? ESCAPE '\\')")
+        params += [pattern, pattern]
+    return " AND ".join(where), params
+
+
+def find(db: sqlite3.Connection, limit: int, offset: int, **filters: Any) -> RunsPage:
+    """A page of run summaries, newest first, and how many match."""
+    where, params = _filters(**filters)
+    total = db.execute(f"SELECT count(*) FROM runs WHERE {where}", params).fetchone()[0]
+    rows = db.execute(
+        f"SELECT * FROM runs WHERE {where} ORDER BY started DESC LIMIT ? OFFSET ?", (*params, limit, offset)
+    ).fetchall()
+    deciders: Dict[str, List[str]] = {}
+    if rows:
+        marks = ", ".join("?" * len(rows))
+        for found in db.execute(
+            f"SELECT run_id, decided_by FROM approvals WHERE decided_by IS NOT NULL AND run_id IN ({marks}) "
+            "ORDER BY requested",
+            [row["run_id"] for row in rows],
+        ):
+            deciders.setdefault(found["run_id"], []).append(found["decided_by"])
+    runs = [summary(row, deciders.get(row["run_id"], [])) for row in rows]
+    more = offset + len(runs) < total
+    return RunsPage(runs=runs, total=total, next_offset=offset + len(runs) if more else None)
+
+
+def summary(row: sqlite3.Row, decided_by: List[str]) -> RunSummary:
+    finished = row["finished"]
+    return RunSummary(
+        run_id=row["run_id"],
+        agent=row["agent"],
+        worker=row["worker"],
+        state=row["state"],
+        stop_reason=row["stop_reason"],
+        started=iso(row["started"]),
+        finished=iso(finished),
+        duration=round(finished - row["started"], 3) if finished else None,
+        session_id=row["session_id"],
+        schedule_id=row["schedule_id"],
+        job_uuid=row["job_uuid"],
+        client=row["client"],
+        parent_run_id=row["parent_run_id"],
+        instructions=row["instructions"][:PREVIEW_CHARS],
+        response=row["response"][:PREVIEW_CHARS],
+        tool_calls=row["tool_calls"],
+        decided_by=decided_by,
+        usage=RunUsage(
+            api_calls=row["api_calls"],
+            input_tokens=row["input_tokens"],
+            output_tokens=row["output_tokens"],
+            total_tokens=row["total_tokens"],
+            cost_usd=row["cost_usd"],
+        ),
+    )
+
+
+def prune(db: sqlite3.Connection, cutoff: float, keep: int) -> int:
+    """Delete finished runs started before ``cutoff`` or beyond the newest ``keep``; how many."""
+    deleted = db.execute("DELETE FROM runs WHERE finished IS NOT NULL AND started < ?", (cutoff,)).rowcount
+    deleted += db.execute(
+        "DELETE FROM runs WHERE finished IS NOT NULL AND run_id IN "
+        "(SELECT run_id FROM runs ORDER BY started DESC LIMIT -1 OFFSET ?)",
+        (keep,),
+    ).rowcount
+    db.execute("DELETE FROM run_details WHERE run_id NOT IN (SELECT run_id FROM runs)")
+    return deleted

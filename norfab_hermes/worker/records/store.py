@@ -1,0 +1,305 @@
+"""
+The worker's records, in ``<instance root>/norfab_records.db``: its runs,
+their approvals, the agents' daily usage and the audit log, kept across
+restarts for ``get_run``, ``get_runs``, ``get_audit`` and ``verify_audit``.
+
+Every change of a run or an approval is written with its audit entry in one
+transaction. At start, runs and approvals a crash left open are closed as
+ended by the restart (nothing of them runs later); a run cut while a change
+job was in flight ends ``outcome_unknown``. Old records go by age and
+count (the inventory's ``records`` settings), checked at most hourly.
+"""
+
+import logging
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, List, Optional, Sequence, Tuple
+
+from ...models import (
+    ApprovalInfo,
+    AuditPage,
+    AuditVerifyData,
+    InvokeResultData,
+    OutcomeUnknown,
+    RecordsSettings,
+    RunEvent,
+    RunsPage,
+    RunStateData,
+    StopReason,
+    ToolCallSummary,
+)
+from . import approvals, audit, runs, usage
+from .db import RECORDS_FILE, Database
+from .runs import RunRow, iso
+
+log = logging.getLogger(__name__)
+
+PRUNE_INTERVAL = 3600.0  # seconds between retention checks while the worker runs
+AUDIT_TEXT_CHARS = 1000  # of the instructions an audit entry keeps (the run record has them whole)
+CUT_NOTE = "the worker stopped (crash or kill) before the run finished; it was not resumed"
+APPROVAL_CUT_NOTE = "ended by the worker restart: its run is gone and the call was never made"
+MID_CHANGE_NOTE = (
+    "change job {job} of tool {tool} on {devices} was in flight: its outcome is unknown, it is not sent again; "
+    "an operator must check the devices and acknowledge it"
+)
+
+
+class Records:
+    """
+    One worker's durable records.
+
+    Args:
+        root: the instance root (the database lives there).
+        worker: the worker's name, in every record.
+        settings: retention.
+    """
+
+    def __init__(self, root: Path, worker: str, settings: RecordsSettings) -> None:
+        self.worker = worker
+        self.settings = settings
+        self.db = Database(Path(root) / RECORDS_FILE, [runs.SCHEMA, approvals.SCHEMA, audit.SCHEMA, usage.SCHEMA])
+        self._pruned = 0.0
+        self._prune_lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        return self.db.path
+
+    # ---------------------------------------------------------------- runs
+
+    def run_started(self, row: RunRow) -> None:
+        details = {
+            "instructions": row.instructions[:AUDIT_TEXT_CHARS],
+            "session_id": row.session_id,
+            "schedule_id": row.schedule_id,
+            "job_uuid": row.job_uuid,
+            "parent_run_id": row.parent_run_id,
+            "dedupe_key": row.dedupe_key,
+        }
+        with self.db.transaction() as db:
+            runs.insert(db, row)
+            audit.append(db, self.worker, "run.started", row.agent, row.run_id, row.client, details)
+
+    def run_running(self, run_id: str, session_id: Optional[str]) -> None:
+        with self.db.transaction() as db:
+            runs.set_state(db, run_id, "running", session_id)
+
+    def tool_call(self, agent: str, run_id: str, calls: List[ToolCallSummary]) -> None:
+        """The run made a tool call (the last of ``calls``)."""
+        with self.db.transaction() as db:
+            runs.set_tool_calls(db, run_id, [call.model_dump(exclude_none=True) for call in calls])
+            audit.append(db, self.worker, "tool.call", agent, run_id, None, calls[-1].model_dump(exclude_none=True))
+
+    def run_ended(self, state: RunStateData, finished: float) -> None:
+        result = state.result
+        details = {
+            "stop_reason": state.stop_reason,
+            "session_id": state.session_id,
+            "tool_calls": len(result.tool_calls) if result else 0,
+            "total_tokens": result.usage.total_tokens if result else 0,
+            "cost_usd": result.usage.cost_usd if result else None,
+        }
+        with self.db.transaction() as db:
+            runs.finish(db, state, finished)
+            audit.append(db, self.worker, "run.ended", state.agent, state.run_id, state.client, details)
+        self.prune_now_and_then()
+
+    # ----------------------------------------------------------- approvals
+
+    def approval(self, info: ApprovalInfo, kind: str, actor: Optional[str] = None) -> None:
+        """An approval was requested, decided or expired (``kind``); the run waits or goes on."""
+        details = {
+            "approval_id": info.approval_id,
+            "tool": info.tool,
+            "target": info.target,
+            "arguments_digest": info.arguments_digest,
+            "state": info.state,
+            "decided_by": info.decided_by,
+            "note": info.note,
+        }
+        if info.change_digest:  # a change: what was approved, on which devices
+            details.update(change_digest=info.change_digest, devices=info.devices)
+        with self.db.transaction() as db:
+            approvals.save(db, info)
+            runs.set_state(db, info.run_id, "waiting_for_approval" if info.state == "pending" else "running")
+            audit.append(db, self.worker, f"approval.{kind}", info.agent, info.run_id, actor, details)
+
+    def note(
+        self,
+        kind: str,
+        agent: Optional[str] = None,
+        run_id: Optional[str] = None,
+        actor: Optional[str] = None,
+        **data: Any,
+    ) -> None:
+        """An audit entry of its own: a refused decision, a lifecycle or schedule change, a skipped run."""
+        with self.db.transaction() as db:
+            audit.append(db, self.worker, kind, agent, run_id, actor, data)
+
+    # --------------------------------------------------------------- usage
+
+    def spent(self, agent: str, day: str) -> Tuple[int, float]:
+        with self.db.reading() as db:
+            return usage.spent(db, agent, day)
+
+    def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
+        with self.db.transaction() as db:
+            return usage.add(db, agent, day, tokens, cost)
+
+    # --------------------------------------------------------------- reads
+
+    def run_state(self, run_id: str, offset: int = 0) -> Optional[RunStateData]:
+        """A run as get_run shows it, from its record."""
+        with self.db.reading() as db:
+            row = runs.get(db, run_id)
+            if row is None:
+                return None
+            asked = approvals.of_run(db, run_id)
+            ended = runs.detail(db, run_id)
+        if ended and ended.get("result"):
+            ended["result"]["approvals"] = asked
+        data = ended or {
+            "run_id": row["run_id"],
+            "agent": row["agent"],
+            "worker": row["worker"],
+            "state": row["state"],
+            "session_id": row["session_id"],
+            "started": iso(row["started"]),
+            "client": row["client"],
+            "schedule_id": row["schedule_id"],
+        }
+        events = data.get("events") or []
+        data.update(
+            instructions=row["instructions"],
+            approvals=asked,
+            events=events[offset:],
+            next_offset=offset + len(events[offset:]),
+        )
+        return RunStateData.model_validate(data)
+
+    def runs(self, limit: int, offset: int, **filters: Any) -> RunsPage:
+        with self.db.reading() as db:
+            return runs.find(db, limit, offset, **filters)
+
+    def approval_info(self, approval_id: str) -> Optional[ApprovalInfo]:
+        with self.db.reading() as db:
+            return approvals.get(db, approval_id)
+
+    def deduplicate(self, agent: str, key: str, since: float) -> Optional[str]:
+        """The run of ``agent`` started with dedupe ``key`` since ``since``, if one was."""
+        with self.db.reading() as db:
+            return runs.by_dedupe_key(db, agent, key, since)
+
+    def audit_page(self, after: int, limit: int, **filters: Any) -> AuditPage:
+        with self.db.reading() as db:
+            return audit.page(db, after, limit, **filters)
+
+    def verify(self) -> AuditVerifyData:
+        with self.db.reading() as db:
+            return audit.verify(db, self.worker)
+
+    # ----------------------------------------------------------- lifecycle
+
+    def settle(self, unknown: Sequence[OutcomeUnknown] = ()) -> Tuple[List[str], List[str]]:
+        """Close what a crash left open: pending approvals expire, runs end; (run ids, approval ids).
+
+        A run whose change job was in flight (``unknown``, from the change
+        envelope's markers) ends ``outcome_unknown`` and names the job and its
+        devices; any other ends ``interrupted``.
+        """
+        now = time.time()
+        with self.db.transaction() as db:
+            cut_approvals = []
+            for info in approvals.pending(db):
+                info = info.model_copy(update={"state": "expired", "decided": iso(now), "note": APPROVAL_CUT_NOTE})
+                approvals.save(db, info)
+                audit.append(
+                    db,
+                    self.worker,
+                    "approval.expired",
+                    info.agent,
+                    info.run_id,
+                    None,
+                    {"approval_id": info.approval_id, "note": APPROVAL_CUT_NOTE},
+                )
+                cut_approvals.append(info.approval_id)
+            cut_runs = []
+            for row in runs.unfinished(db):
+                changes = [change for change in unknown if change.run_id == row["run_id"]]
+                state = self._cut(row, approvals.of_run(db, row["run_id"]), now, changes)
+                details = {"stop_reason": state.stop_reason, "note": CUT_NOTE}
+                if changes:
+                    details["outcome_unknown"] = [{"job_uuid": c.job_uuid, "devices": c.devices} for c in changes]
+                runs.finish(db, state, now)
+                audit.append(db, self.worker, "run.ended", row["agent"], row["run_id"], row["client"], details)
+                cut_runs.append(row["run_id"])
+        return cut_runs, cut_approvals
+
+    def _cut(self, row: Any, asked: List[ApprovalInfo], now: float, changes: List[OutcomeUnknown]) -> RunStateData:
+        """The state of a run the worker's crash cut: what its record knew, and why it ended."""
+        reason = (StopReason.outcome_unknown if changes else StopReason.interrupted).value
+        warnings = [CUT_NOTE] + [
+            MID_CHANGE_NOTE.format(job=c.job_uuid, tool=c.tool, devices=", ".join(c.devices)) for c in changes
+        ]
+        calls = [ToolCallSummary.model_validate(call) for call in runs.calls_so_far(row)]
+        result = InvokeResultData(
+            response="",
+            run_id=row["run_id"],
+            session_id=row["session_id"],
+            agent=row["agent"],
+            worker=row["worker"],
+            stop_reason=reason,
+            tool_calls=calls,
+            warnings=warnings,
+            approvals=asked,
+        )
+        return RunStateData(
+            run_id=row["run_id"],
+            agent=row["agent"],
+            worker=row["worker"],
+            session_id=row["session_id"],
+            state="finished",
+            stop_reason=reason,
+            started=iso(row["started"]),
+            events=[RunEvent(time=iso(now), message=f"run {row['run_id']} {reason}: {CUT_NOTE}", severity="WARNING")],
+            approvals=asked,
+            result=result,
+            client=row["client"],
+            schedule_id=row["schedule_id"],
+            finished=iso(now),
+        )
+
+    def prune_now_and_then(self) -> None:
+        if time.time() - self._pruned > PRUNE_INTERVAL:
+            self.prune()
+
+    def prune(self) -> None:
+        """Delete records past the retention: by age, then beyond the counts kept."""
+        with self._prune_lock:
+            self._pruned = time.time()
+            cutoff = datetime.now(timezone.utc) - timedelta(days=self.settings.keep_days)
+            with self.db.transaction() as db:
+                gone = runs.prune(db, cutoff.timestamp(), self.settings.keep_runs)
+                gone_approvals = approvals.prune(db)
+                usage.prune(db, cutoff.strftime("%Y-%m-%d"))
+                gone_entries = audit.prune(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
+                if gone or gone_entries:
+                    audit.append(
+                        db,
+                        self.worker,
+                        "records.pruned",
+                        data={
+                            "runs": gone,
+                            "approvals": gone_approvals,
+                            "audit_entries": gone_entries,
+                            "keep_days": self.settings.keep_days,
+                        },
+                    )
+            if gone or gone_entries:
+                self.db.compact()
+                log.info(f"{self.worker} - Pruned {gone} run records and {gone_entries} audit entries past retention")
+
+    def close(self) -> None:
+        self.db.close()

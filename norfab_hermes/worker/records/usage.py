@@ -1,0 +1,42 @@
+"""
+The daily usage ledger: tokens and cost each agent's runs spent per day
+(UTC), added as every model answer reports them, so that a daily budget
+holds across runs, schedules and restarts.
+"""
+
+import sqlite3
+from datetime import datetime, timezone
+from typing import Tuple
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS usage (
+    agent TEXT NOT NULL,
+    day TEXT NOT NULL,
+    tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (agent, day)
+) WITHOUT ROWID;
+"""
+
+
+def today() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d")
+
+
+def spent(db: sqlite3.Connection, agent: str, day: str) -> Tuple[int, float]:
+    row = db.execute("SELECT tokens, cost_usd FROM usage WHERE agent = ? AND day = ?", (agent, day)).fetchone()
+    return (row["tokens"], row["cost_usd"]) if row else (0, 0.0)
+
+
+def add(db: sqlite3.Connection, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
+    """Add to the day's usage; the day's totals after it."""
+    row = db.execute(
+        "INSERT INTO usage (agent, day, tokens, cost_usd) VALUES (?, ?, ?, ?) ON CONFLICT (agent, day) DO UPDATE "
+        "SET tokens = tokens + excluded.tokens, cost_usd = cost_usd + excluded.cost_usd RETURNING tokens, cost_usd",
+        (agent, day, tokens, cost),
+    ).fetchall()[0]  # all of it: a RETURNING statement left open would block the commit
+    return row["tokens"], row["cost_usd"]
+
+
+def prune(db: sqlite3.Connection, first_day: str) -> int:
+    return db.execute("DELETE FROM usage WHERE day < ?", (first_day,)).rowcount

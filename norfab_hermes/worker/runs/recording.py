@@ -1,0 +1,68 @@
+"""
+A worker's runs written to its records as they go: accepted, running, each
+tool call, ended. The records room knows no ``Run``; this is where a run
+becomes rows. A failed write is logged and the run goes on: the records
+serve the operator, they never stop the network work they describe.
+"""
+
+import logging
+from typing import Any, Callable, List, Optional
+
+from ...models import RunStateData
+from ...safety.redact import scrub
+from ..records.runs import RunRow
+from ..records.store import Records
+from .run import Run
+
+log = logging.getLogger(__name__)
+
+
+class RunRecorder:
+    """
+    Records the runs of one worker.
+
+    Args:
+        records: the worker's records.
+        worker_name: for the records and messages.
+        secrets: the worker's secrets, masked in what is written.
+    """
+
+    def __init__(self, records: Records, worker_name: str, secrets: Callable[[], List[str]] = lambda: []) -> None:
+        self.records = records
+        self.worker_name = worker_name
+        self.secrets = secrets
+
+    def started(self, run: Run) -> None:
+        row = RunRow(
+            run_id=run.run_id,
+            agent=run.agent,
+            worker=self.worker_name,
+            started=run.started,
+            instructions=scrub(run.instructions, self.secrets()),
+            session_id=run.session_id,
+            schedule_id=run.schedule_id,
+            job_uuid=run.job_uuid,
+            client=run.client,
+            dedupe_key=run.dedupe_key,
+            parent_run_id=run.lineage.parent_run_id if run.lineage else None,
+        )
+        self._safely(self.records.run_started, row)
+
+    def running(self, run: Run) -> None:
+        self._safely(self.records.run_running, run.run_id, run.session_id)
+
+    def tool_call(self, run: Run) -> None:
+        self._safely(self.records.tool_call, run.agent, run.run_id, list(run.tool_calls))
+
+    def ended(self, run: Run) -> None:
+        self._safely(self.records.run_ended, run.state_data(self.worker_name), run.finished)
+
+    def state(self, run_id: str, offset: int) -> Optional[RunStateData]:
+        """A run no longer in memory, from its record."""
+        return self.records.run_state(run_id, offset)
+
+    def _safely(self, write: Callable[..., None], *args: Any) -> None:
+        try:
+            write(*args)
+        except Exception:
+            log.exception(f"{self.worker_name} - Could not write a run record")

@@ -1,0 +1,92 @@
+"""Tasks that read the worker's records: past runs, and the audit log with the check of its hash chain."""
+
+from typing import Optional
+
+from norfab.models import Result
+
+from ...models import GetAuditInput, GetAuditResult, GetRunsInput, GetRunsResult, TaskInput, VerifyAuditResult
+from .base import READ_ONLY, REST, HermesTask
+
+
+class RecordTasks:
+    @HermesTask(input=GetRunsInput, output=GetRunsResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False})
+    def get_runs(
+        self,
+        agent: Optional[str] = None,
+        state: Optional[str] = None,
+        stop_reason: Optional[str] = None,
+        since: Optional[str] = None,
+        until: Optional[str] = None,
+        schedule_id: Optional[str] = None,
+        decided_by: Optional[str] = None,
+        text: Optional[str] = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Result:
+        """
+        List the runs this worker recorded, newest first, also from before a restart: who asked what,
+        when, how it ended, its tool calls, approvals and usage. Read one whole with get_run.
+
+        Args:
+            agent: only this agent's runs.
+            state: only runs in this state (queued, running, waiting_for_approval, finished).
+            stop_reason: only runs that ended so, e.g. token_budget.
+            since: from this ISO time, or an age before now (30m, 12h, 7d).
+            until: up to this ISO time, or an age before now.
+            schedule_id: only the runs of this schedule.
+            decided_by: only runs with an approval this NorFab client decided.
+            text: only runs whose instructions or response hold this text.
+            limit: runs per page.
+            offset: runs to skip; next_offset of the previous page.
+        """
+        # NorFab's Task validated the input already; this normalizes since/until (ages become ISO times)
+        query = GetRunsInput(
+            agent=agent,
+            state=state,
+            stop_reason=stop_reason,
+            since=since,
+            until=until,
+            schedule_id=schedule_id,
+            decided_by=decided_by,
+            text=text,
+            limit=limit,
+            offset=offset,
+        )
+        filters = query.model_dump(exclude={"limit", "offset"})
+        return Result(result=self.running_host().runs_page(query.limit, query.offset, **filters).model_dump())
+
+    @HermesTask(input=GetAuditInput, output=GetAuditResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False})
+    def get_audit(
+        self,
+        after: int = 0,
+        limit: int = 1000,
+        agent: Optional[str] = None,
+        run_id: Optional[str] = None,
+        kind: Optional[str] = None,
+        since: Optional[str] = None,
+        until: Optional[str] = None,
+    ) -> Result:
+        """
+        Read this worker's audit log, oldest first: runs started and ended, tool calls, approvals and
+        decisions, agent and schedule changes, each entry chained to the one before by its hash.
+
+        Args:
+            after: entries after this sequence number; next_after of the previous page.
+            limit: entries per page.
+            agent: only this agent's entries.
+            run_id: only this run's entries.
+            kind: only entries of this kind, e.g. approval.decided.
+            since: from this ISO time, or an age before now (30m, 12h, 7d).
+            until: up to this ISO time, or an age before now.
+        """
+        query = GetAuditInput(after=after, limit=limit, agent=agent, run_id=run_id, kind=kind, since=since, until=until)
+        page = self.running_host().records.audit_page(**query.model_dump())
+        return Result(result=page.model_dump())
+
+    @HermesTask(input=TaskInput, output=VerifyAuditResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False})
+    def verify_audit(self) -> Result:
+        """
+        Check this worker's audit log: every entry intact (its hash matches it) and in its place
+        (linked to the one before, no gaps, the head where it was). Lists what was edited or deleted.
+        """
+        return Result(result=self.running_host().records.verify().model_dump())

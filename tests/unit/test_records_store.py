@@ -1,0 +1,189 @@
+"""The worker's records on a real SQLite file: runs, approvals, usage, settling after a crash, retention."""
+
+import time
+
+import pytest
+
+from norfab_hermes.models import (
+    ApprovalInfo,
+    InvokeResultData,
+    RecordsSettings,
+    RunStateData,
+    RunUsage,
+    ToolCallSummary,
+)
+from norfab_hermes.worker.records import store as store_module
+from norfab_hermes.worker.records.runs import RunRow
+from norfab_hermes.worker.records.store import Records
+
+WORKER = "w1"
+
+
+@pytest.fixture
+def records(tmp_path):
+    return Records(tmp_path, WORKER, RecordsSettings())
+
+
+def row(run_id, agent="alpha", started=None, **fields):
+    return RunRow(
+        run_id, agent, WORKER, started or time.time(), fields.pop("instructions", f"check {run_id}"), **fields
+    )
+
+
+def call(job="J1"):
+    return ToolCallSummary(tool="clock", arguments_digest="abc", status="completed", duration=0.2, job_uuid=job)
+
+
+def approval(approval_id="a1", run_id="r1", state="pending", **fields):
+    return ApprovalInfo(
+        approval_id=approval_id,
+        run_id=run_id,
+        agent="alpha",
+        worker=WORKER,
+        tool="bounce",
+        target="nornir.cli on any",
+        arguments={"FB": "r1"},
+        arguments_digest="d1",
+        state=state,
+        requested="2026-12-01T02:00:00.000+00:00",
+        expires="2026-12-01T02:10:00.000+00:00",
+        **fields,
+    )
+
+
+def ended(run_id, response="all good", stop_reason="completed", tokens=100):
+    result = InvokeResultData(
+        response=response,
+        run_id=run_id,
+        session_id="s1",
+        agent="alpha",
+        worker=WORKER,
+        stop_reason=stop_reason,
+        tool_calls=[call()],
+        usage=RunUsage(api_calls=2, total_tokens=tokens),
+    )
+    return RunStateData(
+        run_id=run_id,
+        agent="alpha",
+        worker=WORKER,
+        session_id="s1",
+        state="finished",
+        stop_reason=stop_reason,
+        started="2026-12-01T02:00:00+00:00",
+        events=[{"time": "2026-12-01T02:00:01+00:00", "message": f"run {run_id} started"}],
+        result=result,
+    )
+
+
+def test_a_run_reads_back_whole_with_its_events_from_an_offset(records):
+    """An ended run is read back as get_run shows it: instructions, result, events from the offset asked."""
+    records.run_started(row("r1", client="noc-client"))
+    records.run_ended(ended("r1"), time.time())
+    state = records.run_state("r1")
+    assert (state.instructions, state.result.response, state.result.tool_calls[0].job_uuid) == (
+        "check r1",
+        "all good",
+        "J1",
+    )
+    assert (len(state.events), state.next_offset) == (1, 1)
+    assert records.run_state("r1", offset=1).events == []
+    assert records.run_state("nope") is None
+
+
+def test_the_records_survive_a_new_connection(tmp_path):
+    """What one Records wrote, another one on the same folder reads (a restarted worker)."""
+    Records(tmp_path, WORKER, RecordsSettings()).run_started(row("r1"))
+    assert Records(tmp_path, WORKER, RecordsSettings()).runs(10, 0).runs[0].run_id == "r1"
+
+
+def test_settling_after_a_crash_ends_open_runs_and_approvals(records):
+    """A run and an approval a crash left open end as cut by the restart; the run keeps its tool calls."""
+    records.run_started(row("r1"))
+    records.tool_call("alpha", "r1", [call("J7")])
+    records.approval(approval(), "requested")
+    assert records.runs(10, 0).runs[0].state == "waiting_for_approval"
+    assert records.settle() == (["r1"], ["a1"])
+    state = records.run_state("r1")
+    assert (state.state, state.stop_reason) == ("finished", "interrupted")
+    assert state.result.tool_calls[0].job_uuid == "J7"
+    assert state.approvals[0].state == "expired" and "worker restart" in state.approvals[0].note
+    assert records.approval_info("a1").state == "expired"
+    assert records.settle() == ([], []), "settling twice changes nothing"
+
+
+@pytest.mark.parametrize(
+    "filters, expected",
+    [
+        ({}, ["r3", "r2", "r1"]),
+        ({"agent": "beta"}, ["r2"]),
+        ({"text": "NEEDLE"}, ["r1"]),
+        ({"text": "50%"}, ["r3"]),
+        ({"stop_reason": "token_budget"}, ["r3"]),
+        ({"state": "queued"}, ["r2"]),
+        ({"schedule_id": "s9"}, ["r3"]),
+        ({"decided_by": "lead"}, ["r1"]),
+        ({"since": "2026-12-01T02:00:30+00:00"}, ["r3", "r2"]),
+        ({"until": "2026-12-01T02:00:30+00:00"}, ["r1"]),
+    ],
+)
+def test_runs_are_found_by_each_filter(records, filters, expected):
+    """get_runs' filters each narrow the runs, newest first; text matches any case and literally."""
+    base = 1796090400.0  # 2026-12-01T02:00:00Z
+    records.run_started(row("r1", started=base, instructions="find the needle"))
+    records.run_started(row("r2", agent="beta", started=base + 60))
+    records.run_started(row("r3", started=base + 120, schedule_id="s9", instructions="50% loss"))
+    records.run_ended(ended("r1"), base + 10)
+    records.run_ended(ended("r3", stop_reason="token_budget"), base + 130)
+    records.approval(approval(state="approved", decided_by="lead"), "decided", "lead")
+    assert [r.run_id for r in records.runs(10, 0, **filters).runs] == expected
+
+
+def test_runs_come_in_pages(records):
+    """A page says how many match and where the next page starts; the last page has no next."""
+    for n in range(5):
+        records.run_started(row(f"r{n}", started=1000.0 + n))
+    first, last = records.runs(2, 0), records.runs(2, 4)
+    assert ([r.run_id for r in first.runs], first.total, first.next_offset) == (["r4", "r3"], 5, 2)
+    assert ([r.run_id for r in last.runs], last.next_offset) == (["r0"], None)
+
+
+def test_a_dedupe_key_finds_the_run_within_its_window(records):
+    """The run an agent started with a key is found while it is younger than the window asked."""
+    records.run_started(row("r1", started=1000.0, dedupe_key="INC-1"))
+    assert records.deduplicate("alpha", "INC-1", since=900.0) == "r1"
+    assert records.deduplicate("alpha", "INC-1", since=1001.0) is None
+    assert records.deduplicate("beta", "INC-1", since=900.0) is None
+
+
+def test_the_daily_usage_adds_up_per_agent_and_day(records):
+    """Usage adds per (agent, day) and answers the day's totals."""
+    assert records.add_usage("alpha", "2026-12-01", 100, 0.5) == (100, 0.5)
+    assert records.add_usage("alpha", "2026-12-01", 50, 0.25) == (150, 0.75)
+    assert records.spent("alpha", "2026-12-02") == (0, 0.0)
+    assert records.spent("beta", "2026-12-01") == (0, 0.0)
+
+
+def test_retention_deletes_old_runs_and_keeps_the_newest_count(tmp_path):
+    """Finished runs past keep_days go, then the oldest beyond keep_runs; runs in flight stay; the log still verifies."""
+    records = Records(tmp_path, WORKER, RecordsSettings(keep_days=1, keep_runs=2))
+    old = time.time() - 3 * 86400
+    for n, started in enumerate([old, old, time.time(), time.time() + 1, time.time() + 2]):
+        records.run_started(row(f"r{n}", started=started))
+        if n != 1:  # r1 is still in flight
+            records.run_ended(ended(f"r{n}"), started + 1)
+    records.approval(approval(run_id="r0", state="approved"), "decided")
+    records.prune()
+    assert sorted(r.run_id for r in records.runs(10, 0).runs) == ["r1", "r3", "r4"]
+    assert records.approval_info("a1") is None, "the approvals of deleted runs go with them"
+    assert records.verify().ok
+
+
+def test_pruning_runs_at_most_hourly(records, monkeypatch):
+    """Ending runs checks retention at most once an interval."""
+    pruned = []
+    monkeypatch.setattr(records, "prune", lambda: pruned.append(1))
+    records._pruned = time.time()
+    records.prune_now_and_then()
+    monkeypatch.setattr(store_module, "PRUNE_INTERVAL", 0.0)
+    records.prune_now_and_then()
+    assert pruned == [1]
