@@ -90,6 +90,9 @@ BRING_UP = {
 }
 
 
+LEAD = "change-lead"  # the NorFab client that alone decides the reviewed workflow's changes
+
+
 def tomorrow_window() -> str:
     """A window that is closed now: one minute after midnight, tomorrow."""
     day = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")[(datetime.now(timezone.utc) + timedelta(days=1)).weekday()]
@@ -130,6 +133,11 @@ AGENTS = {
     "hasty": agent(
         {"port_state": PORT_STATE, "enable_port": {**ENABLE_PORT, "norfab": {**ENABLE_PORT["norfab"], "timeout": 3}}}
     ),
+    "reviewed": agent(
+        {"port_state": PORT_STATE},
+        workflows={"bring_up": {**BRING_UP, "preview": {"dry_run": True}, "approvers": [LEAD]}},
+        approval_timeout=60,
+    ),
     "pinned": agent(
         {"port_state": PORT_STATE},
         workflows={
@@ -138,7 +146,7 @@ AGENTS = {
         },
     ),
 }
-HOSTS = ["sw1", "sw2", "sw3", "sw4", "sw5", "sw6"]
+HOSTS = ["sw1", "sw2", "sw3", "sw4", "sw5", "sw6", "sw7"]
 
 
 def switch(host):
@@ -472,6 +480,75 @@ def test_a_workflow_file_changed_after_approval_is_refused(lab):
     assert summary["change"]["digest"] in asked["question"]
     assert any("is not the one approved" in w for w in result["warnings"]), "the refusal is recorded on the run"
     assert len(jobs(base, "workflow-worker-1")) == sent and not changes_to(base, "sw1")
+
+
+def test_only_a_workflow_s_approvers_decide_its_change_and_the_records_keep_what_was_approved(lab):
+    nf, base = lab
+    sent = len(jobs(base, "workflow-worker-1"))
+    started = run(
+        nf.client,
+        "start_run",
+        worker=WORKER,
+        agent="reviewed",
+        instructions=call("bring_up", switch="sw7", port="GigabitEthernet0/2"),
+    )["result"]
+    deadline, pending = time.time() + 60, []
+    while not pending and time.time() < deadline:
+        pending = run(nf.client, "get_approvals", worker=WORKER, agent="reviewed")["result"]
+        time.sleep(0.3)
+    [approval] = pending
+    assert (approval["approvers"], approval["devices"]) == ([LEAD], ["sw7"])
+    assert "interface GigabitEthernet0/2\nno shutdown" in approval["preview"]["sw7"]
+
+    refused = run(nf.client, "approve", worker=WORKER, approval_id=approval["approval_id"])
+    assert (
+        refused["failed"]
+        and f"may not decide approval '{approval['approval_id']}': only {LEAD}" in refused["errors"][0]
+    )
+    time.sleep(2)
+    assert len(jobs(base, "workflow-worker-1")) == sent and not changes_to(base, "sw7"), (
+        "a refused decision sends nothing"
+    )
+    lead = nf.make_client(name=LEAD)
+    try:
+        decided = run(lead, "approve", worker=WORKER, approval_id=approval["approval_id"], note="preview checked")
+    finally:
+        lead.destroy()
+    assert decided["result"]["decided_by"] == LEAD
+    while time.time() < deadline:
+        state = run(nf.client, "get_run", worker=WORKER, agent="reviewed", run_id=started["run_id"])["result"]
+        if state["state"] == "finished":
+            break
+        time.sleep(0.3)
+    [summary] = state["result"]["tool_calls"]
+    assert summary["status"] == "completed" and summary["change"]["digest"] == approval["change_digest"]
+    [(uuid, _, _)] = jobs(base, "workflow-worker-1")[sent:]
+    assert summary["job_uuid"] == uuid
+    [asked] = state["approvals"]
+    assert (asked["decided_by"], asked["change_digest"], asked["preview"]) == (
+        LEAD,
+        approval["change_digest"],
+        approval["preview"],
+    )
+
+    entries = run(nf.client, "get_audit", worker=WORKER, run_id=started["run_id"])["result"]["entries"]
+    kinds = [e["kind"] for e in entries]
+    assert kinds == [
+        "run.started",
+        "approval.requested",
+        "approval.refused",
+        "approval.decided",
+        "tool.call",
+        "run.ended",
+    ]
+    by_kind = {e["kind"]: e for e in entries}
+    assert by_kind["approval.refused"]["actor"] == nf.client.name
+    assert (by_kind["approval.decided"]["actor"], by_kind["approval.decided"]["data"]["change_digest"]) == (
+        LEAD,
+        approval["change_digest"],
+    )
+    call_entry = by_kind["tool.call"]["data"]
+    assert (call_entry["job_uuid"], call_entry["change"]["digest"]) == (uuid, approval["change_digest"])
 
 
 def test_a_workflow_that_is_not_the_reviewed_file_or_breaks_its_allow_list_never_runs(lab):

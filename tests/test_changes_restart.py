@@ -2,8 +2,10 @@
 A change nobody knows the outcome of: the hermes worker, a process of its
 own, is killed with kill -9 while its change job is on the switch. After the
 restart the run, its session and the worker's status say outcome_unknown
-with the change's job UUID and device; the change is never sent again, its
-device takes no other change until an operator acknowledges it.
+with the change's job UUID and device, and so do the run's record and the
+audit log (with the approved change); the change is never sent again, its
+device takes no other change until an operator acknowledges it, and the
+acknowledgement is in the audit log.
 """
 
 import signal
@@ -80,6 +82,21 @@ def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tm
             state = run(nf.client, "get_run", worker=WORKER, agent="fixer", run_id=started["run_id"])["result"]
             assert (state["state"], state["stop_reason"]) == ("finished", "outcome_unknown")
             assert [u["job_uuid"] for u in state["outcome_unknown"]] == [job_uuid]
+            # the run's record: settled like any run a crash cut, with this stop reason and the change named
+            assert any(job_uuid in w and "sw1" in w for w in state["result"]["warnings"])
+            [asked] = state["approvals"]
+            assert (asked["state"], asked["devices"], asked["change_digest"]) == (
+                "approved",
+                ["sw1"],
+                approval["change_digest"],
+            )
+            listed = run(nf.client, "get_runs", worker=WORKER, stop_reason="outcome_unknown")["result"]["runs"]
+            assert [r["run_id"] for r in listed] == [started["run_id"]]
+            entries = run(nf.client, "get_audit", worker=WORKER, run_id=started["run_id"])["result"]["entries"]
+            decided = [e["data"] for e in entries if e["kind"] == "approval.decided"]
+            assert [(d["change_digest"], d["devices"]) for d in decided] == [(approval["change_digest"], ["sw1"])]
+            [ended] = [e["data"] for e in entries if e["kind"] == "run.ended"]
+            assert ended["stop_reason"] == "outcome_unknown" and ended["outcome_unknown"][0]["job_uuid"] == job_uuid
             session = run(nf.client, "get_session", worker=WORKER, agent="fixer", session_id=started["session_id"])[
                 "result"
             ]
@@ -106,6 +123,12 @@ def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tm
                 nf.client, "acknowledge_outcome", worker=WORKER, outcome_id=unknown["outcome_id"], note="port is up"
             )
             assert acknowledged["result"]["note"] == "port is up" and acknowledged["result"]["acknowledged"]
+            entries = run(nf.client, "get_audit", worker=WORKER, kind="change.acknowledged")["result"]["entries"]
+            assert [(e["run_id"], e["actor"], e["data"]["job_uuid"]) for e in entries] == [
+                (started["run_id"], nf.client.name, job_uuid)
+            ]
+            state = run(nf.client, "get_run", worker=WORKER, agent="fixer", run_id=started["run_id"])["result"]
+            assert state["stop_reason"] == "outcome_unknown" and not state["outcome_unknown"], "the record keeps why"
             assert not run(nf.client, "get_status", worker=WORKER)["result"]["changes"]["outcome_unknown"]
             start_change(nf, "GigabitEthernet0/1")
             [pending] = until(lambda: run(nf.client, "get_approvals", worker=WORKER)["result"])
