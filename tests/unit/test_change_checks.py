@@ -1,13 +1,17 @@
 """The pure checks of the change envelope: windows, devices named exactly, ${name} references, check
-expectations, text for an operator's screen, digests, and workflow files (no NorFab)."""
+expectations, text for an operator's screen, digests, workflow files, and a preview's secrets masked
+(no NorFab)."""
 
 from datetime import datetime, timezone
 
 import pytest
 
+from norfab_hermes.models import ToolDefinition
 from norfab_hermes.safety import commands, windows
 from norfab_hermes.safety.changes import change_devices, change_digest, clean_text, placeholders, substitute, unmet
 from norfab_hermes.safety.workflows import check_workflow
+from norfab_hermes.worker.tools.checks import ChangeCall, Checks
+from norfab_hermes.worker.tools.specs import ToolSpec
 
 UTC = windows.time_zone("UTC")
 READ_ONLY = commands.compile_commands(list(commands.READ_ONLY_COMMANDS))
@@ -173,3 +177,37 @@ def test_the_lab_pins_its_reviewed_workflows_and_they_pass_their_tools_checks():
             check_workflow(yaml.safe_load(text), set(workflow.input_schema["properties"]), allowed, "its allow-list")
             pinned += 1
     assert pinned == 2
+
+
+class PreviewRunner:
+    """The tool runner as the checks use it: one reply for every job."""
+
+    def __init__(self, reply):
+        self.reply = reply
+
+    def secrets(self):
+        return ["s3cr3t-key"]
+
+    def call_timeout(self, spec, run):
+        return 10.0
+
+    def dispatch(self, target, kwargs, timeout, run, interrupted, trace):
+        trace.job_uuid = "dry-run-job"
+        return self.reply
+
+
+class QuietRun:
+    stop_reason = None
+
+    def event(self, *args, **kwargs):
+        pass
+
+
+def test_a_preview_masks_secrets_before_an_operator_or_a_record_sees_it():
+    definition = {"approval": True, "norfab": {"service": "nornir", "task": "cfg"}, "preview": {"dry_run": True}}
+    spec = ToolSpec("fixer", "set_user", ToolDefinition.model_validate(definition))
+    dry_run = "username ops secret 0 hunter2\nsnmp-server location s3cr3t-key\ninterface Gi0/1"
+    reply = {"nornir-worker-1": {"failed": False, "result": {"sw1": {"netmiko_send_config": dry_run}}}}
+    call = ChangeCall(spec, {"FB": "sw1"}, QuietRun(), lambda: False)
+    preview = Checks(PreviewRunner(reply), lambda agent, name: None).preview(call, {"FB": "sw1", "config": ["x"]})
+    assert preview == {"sw1": "username ops secret 0 ***\nsnmp-server location ***\ninterface Gi0/1"}

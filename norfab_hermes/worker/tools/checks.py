@@ -3,7 +3,7 @@ Reading devices around a change: its preview, and its verification.
 
 - preview: nornir cfg's dry run of the change's own task arguments (for a
   workflow: of each of its nornir cfg steps), or a read-only tool of the same
-  agent, per device, bounded and cleaned for an operator's screen;
+  agent, per device, secrets masked, bounded and cleaned for an operator's screen;
 - verify: a read-only tool of the same agent, read before the change (what
   the devices showed) and after it (what they must show on every device the
   change named); after a rollback, the devices must show again what they
@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...models import CheckResult
 from ...safety.changes import clean_text, unmet
+from ...safety.redact import scrub
 from .specs import CallTrace, JobTarget, ToolError
 
 PREVIEW_CHARS = 3000  # per device, on an operator's screen and in the approval record
@@ -98,7 +99,9 @@ class Checks:
         else:
             texts = self._dry_run(call, spec, {**kwargs, "dry_run": True})
         shown = sorted(texts.items())[:PREVIEW_DEVICES]
-        return {device: clean_text(text, PREVIEW_CHARS) for device, text in shown}
+        secrets = self.runner.secrets()
+        # masked like a tool result: the preview goes to the operator, the result and the run records
+        return {device: clean_text(scrub(text, secrets), PREVIEW_CHARS) for device, text in shown}
 
     def _dry_run(self, call: ChangeCall, target: Any, kwargs: Dict[str, Any]) -> Dict[str, str]:
         trace, run = CallTrace(), call.run
