@@ -64,6 +64,12 @@ class UnknownApproval(HermesError, LookupError):
     code = "unknown_approval"
 
 
+class UnknownOutcome(HermesError, LookupError):
+    """The outcome id is not an unacknowledged change of this worker."""
+
+    code = "unknown_outcome"
+
+
 class UnknownRun(HermesError, LookupError):
     """The run id is not running on this worker."""
 
@@ -97,7 +103,7 @@ class OverBudget(HermesError):
 
 RUN_FINISHED = "run_finished"  # the run exists on this worker and has ended (UnknownRun with this code)
 # codes that mean "not this worker's": a client asking every worker keeps looking
-NOT_HERE = {UnknownRun.code, UnknownApproval.code}
+NOT_HERE = {UnknownRun.code, UnknownApproval.code, UnknownOutcome.code}
 
 
 def failure(message: str, code: str) -> dict:

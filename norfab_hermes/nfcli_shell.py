@@ -17,9 +17,10 @@ whose values are those positionals, with their options (``session``,
 ``every``, ``repeat``) on the same model; agent-only verbs (``sessions AGENT``,
 ``interrupt AGENT``, ``schedules``, ``pause``, ``resume``, ``history``, and the
 lifecycle verbs ``create``, ``clone``, ``stop``, ``start``, ``restart``,
-``delete`` of :mod:`.nfcli.lifecycle`) and the approval verbs ``approve ID``
-and ``deny ID`` of :mod:`.nfcli.runs` are PICLE key dicts; ``runs`` and
-``audit export|verify`` (:mod:`.nfcli.records`) are command models. An agent name equal
+``delete`` of :mod:`.nfcli.lifecycle`, ``reset-breaker``) and the id verbs
+``approve ID``, ``deny ID`` (:mod:`.nfcli.runs`) and ``acknowledge ID``
+(:mod:`.nfcli.changes`) are PICLE key dicts; ``runs`` and ``audit
+export|verify`` (:mod:`.nfcli.records`) are command models. An agent name equal
 to, or a prefix of, a ``hermes`` keyword must be quoted, and so should
 instructions. ``run`` is also an action of ``schedule``: ``schedule AGENT run
 ID`` arrives as ``schedule`` and ``run`` values and is put back together.
@@ -41,6 +42,7 @@ from rich.text import Text
 
 from .models import CommandResultData
 from .nfcli import carryover, lifecycle, picle_compat, records, runs, schedules
+from .nfcli import changes as change_views
 from .nfcli.chat import Chat, pick_agent
 from .nfcli.common import WorkersOption, agent_names, agent_verb, as_str, guarded, misparsed, positionals, router
 from .nfcli.live import error_text, job_event_line, markdown, own_job_event, reply_view, run_turn
@@ -61,7 +63,11 @@ class HermesAgentsCommand(WorkersOption):
 class HermesStatusCommand(WorkersOption):
     @staticmethod
     def run(workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
-        return misparsed(kwargs) or guarded(lambda: status_view(router().status(as_str(workers))))
+        def render() -> RenderableType:
+            replies = router().status(as_str(workers))
+            return Group(status_view(replies), *change_views.envelope_views(change_views.envelopes(replies)))
+
+        return misparsed(kwargs) or guarded(render)
 
 
 class HermesSessionsCommand(WorkersOption):
@@ -148,11 +154,11 @@ USAGE = """usage:
   hermes session AGENT SESSION (workers WORKER)
   hermes interrupt AGENT run RUN_ID (workers WORKER)
   hermes command AGENT "/COMMAND" (session SESSION) (workers WORKER)
-""" + runs.USAGE + "\n" + records.USAGE + "\n" + lifecycle.USAGE + "\n" + schedules.USAGE + "\n" + carryover.USAGE
+""" + runs.USAGE + "\n" + records.USAGE + "\n" + change_views.USAGE + "\n" + lifecycle.USAGE + "\n" + schedules.USAGE + "\n" + carryover.USAGE
 
 
 class HermesShell(BaseModel):
-    """The ``hermes`` commands: agents and their lifecycle, sessions, runs, approvals and scheduled checks."""
+    """The ``hermes`` commands: agents and their lifecycle, sessions, runs, approvals, changes and scheduled checks."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -181,6 +187,17 @@ class HermesShell(BaseModel):
     approvals: runs.HermesApprovalsCommand = Field(None, description="Tool calls waiting for an operator's approval")
     approve: Dict[StrictStr, runs.HermesApproveCommand] = runs.approval_verb("Approve a tool call waiting in the inbox")
     deny: Dict[StrictStr, runs.HermesDenyCommand] = runs.approval_verb("Deny a tool call waiting in the inbox")
+    # not 'changes': an agent named 'change' would then have to be quoted
+    safety: change_views.HermesSafetyCommand = Field(
+        None, description="The change envelope: devices being changed, breakers, changes of unknown outcome"
+    )
+    acknowledge: Dict[StrictStr, change_views.HermesAcknowledgeCommand] = change_views.outcome_verb()
+    reset_breaker: Dict[StrictStr, change_views.HermesResetBreakerCommand] = Field(
+        None,
+        alias="reset-breaker",
+        description="Let an agent change devices again after failed verifications stopped it",
+        json_schema_extra={"pkey": "agent", "pkey_description": "Agent name"},
+    )
     schedules: Dict[StrictStr, HermesSchedulesCommand] = agent_verb("List an agent's scheduled checks")
     pause: Dict[StrictStr, HermesPauseCommand] = agent_verb("Pause a scheduled check")
     resume: Dict[StrictStr, HermesResumeCommand] = agent_verb("Resume a paused scheduled check")

@@ -1,10 +1,10 @@
 """
 The operator jobs harness on the real lab: NorFab on a copy of examples/lab,
-both hermes workers, FakeNOS devices, the records worker; only the model is
-scripted. The right playbooks pass jobs 1, 2, 3, 4, 5 and 8 end to end (a
-watched schedule, an incident note, a handover across both workers), job 7
-recalls what an earlier session saved; a wrong model scores as fabricated,
-wrong and unsafe.
+both hermes workers, FakeNOS devices, the records and workflow workers; only
+the model is scripted. The right playbooks pass every job end to end (a
+watched schedule, an incident note, a recovery recalled from memory, a
+handover across both workers); a wrong model scores as fabricated, wrong and
+unsafe; job 7's recovery workflow brings core1's peering back.
 """
 
 import json
@@ -30,7 +30,7 @@ def recorded(folder: Path, job: str) -> dict:
     return json.loads((folder / "runs" / f"{job}-1.json").read_text())
 
 
-def test_the_scripted_model_passes_jobs_1_2_3_4_5_and_8_with_every_quote_traced_to_a_job(lab, tmp_path):
+def test_the_scripted_model_passes_every_job_with_every_quote_traced_to_a_job(lab, tmp_path):
     runner, model = lab
     jobs = load_jobs(JOBS)
     scores = {
@@ -43,6 +43,8 @@ def test_the_scripted_model_passes_jobs_1_2_3_4_5_and_8_with_every_quote_traced_
         "03-core-maintenance",
         "04-watch-after-change",
         "05-carrier-case",
+        "06-commission-branch",
+        "07-same-fault-again",
         "08-shift-handover",
     }
     for name, result in scores.items():
@@ -64,6 +66,10 @@ def test_the_scripted_model_passes_jobs_1_2_3_4_5_and_8_with_every_quote_traced_
     note = recorded(tmp_path, "05-carrier-case")["run"]["report"]
     assert note["linked"] == note["quotes"] == len(scores["05-carrier-case"].quotes)
     assert note["verified"] == note["artifacts"] > 0
+    # job 7: the noc agent recalled what its earlier session saved, and ran the recovery it recalled
+    recalled = recorded(tmp_path, "07-same-fault-again")["run"]
+    assert "What I remembered from last time: PARTNER-X peering on core1, neighbor 10.250.0.2" in recalled["response"]
+    assert [a["arguments"] for a in recalled["approvals"]] == [{"FB": "core1", "peer": "10.250.0.2"}]
     # job 8: the briefing cites the sessions and runs of the shift's work, on both hermes workers
     handover = recorded(tmp_path, "08-shift-handover")["run"]
     assert handover["references"]
@@ -78,6 +84,12 @@ def test_the_scripted_model_passes_jobs_1_2_3_4_5_and_8_with_every_quote_traced_
         c for c in recorded(tmp_path, "03-core-maintenance")["run"]["tool_calls"] if c["agent"] == "routing"
     ]
     assert {q.job_uuid for q in delegated} <= {c["job_uuid"] for c in routing_calls}
+
+    # job 6: the operator approved the commissioning workflow seeing its baseline; the acceptance tests' lines
+    # are quoted from the workflow's steps, by device and command
+    [asked] = recorded(tmp_path, "06-commission-branch")["run"]["approvals"]
+    assert asked["tool"] == "commission_branch" and "  | logging buffered 64000" in asked["question"]
+    assert any(q.device == "branch1" and q.command == "show ntp status" for q in scores["06-commission-branch"].quotes)
 
     # job 5: core2's counters move between the two polls, from the story's start (the lab was reset)
     crc = [q.text for q in scores["05-carrier-case"].quotes if "CRC" in q.text]
@@ -122,13 +134,27 @@ def test_a_wrong_model_scores_as_fabricated_wrong_and_unsafe(lab, tmp_path):
     assert (asked["tool"], asked["arguments"], asked["approved"]) == ("bounce_interface", bounce["arguments"], False)
 
 
-def test_job_7_recalls_what_the_earlier_session_saved_to_memory(lab, tmp_path):
-    # the recovery workflow job 7 needs comes with workflow tools; its recall works already
+def test_job_7s_recovery_workflow_brings_the_peering_back_and_verifies_it(lab):
     runner, model = lab
-    [job] = load_jobs(JOBS, only=["07"])
-    assert job.needs == "recovery-workflow"
-    [result] = evaluate(runner, [job.model_copy(update={"needs": None})], 1, tmp_path, model, LAB / "eval" / "playbooks", say=lambda _: None)
-    assert result.passed, result.reasons
-    run = recorded(tmp_path, "07-same-fault-again")["run"]
-    assert "What I remembered from last time: PARTNER-X peering on core1, neighbor 10.250.0.2" in run["response"]
-    assert [a["arguments"] for a in run["approvals"]] == [{"FB": "core1", "peer": "10.250.0.2"}]
+    model.scenario = None  # the call below is a directive, no playbook
+    runner.reset()
+    future = runner.client.submit_job(
+        "hermes",
+        "invoke",
+        kwargs={"agent": "noc", "instructions": 'CALL clear_bgp_peer {"FB": "core1", "peer": "10.250.0.2"}', "interactive": True},
+        workers=["hermes-worker-1"],
+        timeout=180,
+    )
+    for event in future.events(timeout=180):
+        request = (event.get("extras") or {}).get("input_request")
+        if event.get("event_type") == "input_request" and request:
+            future.send_response(input_id=request["id"], value=True, worker="hermes-worker-1")
+    [call] = future.result(timeout=60)["hermes-worker-1"]["result"]["tool_calls"]
+    try:
+        assert (call["tool"], call["task"], call["status"]) == ("clear_bgp_peer", "run", "completed")
+        assert call["change"]["outcome"] == "verified" and call["change"]["devices"] == ["core1"]
+        reply = runner.client.run_job("nornir", "cli", kwargs={"FB": "core1", "commands": ["show ip bgp summary"]}, workers="all", timeout=60)
+        summary = reply["nornir-worker-1"]["result"]["core1"]["show ip bgp summary"]
+        assert "10.250.0.2      4        64900    1816    1795    48211    0    0 00:00:09       212" in summary
+    finally:
+        runner.reset()

@@ -247,7 +247,10 @@ def test_the_asked_agents_approval_goes_to_the_callers_operator_and_only_to_one(
             future.send_response(input_id=request["id"], value=True, worker=W1)
     result = ok(future.result(timeout=30)[W1])
     [question] = questions
-    assert question.startswith(f"[fixer on {W2}, asked by interfaces] Agent 'fixer' wants to run tool clear_counters")
+    # a change: its devices and digest head the question, which ends as every approval does
+    assert question.startswith(f"[fixer on {W2}, asked by interfaces] Change ")
+    assert " on r1." in question
+    assert question.endswith("""Agent 'fixer' wants to run tool clear_counters (nornir.cli) with {"FB": "r1"}. Allow?""")
     assert '"ok": true' in result["response"]
     assert cleared() == before + 1
 

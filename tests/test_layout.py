@@ -59,9 +59,11 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # |   eval               |   (eval also testing: it runs the shipped lab and scripted model)  |
 # | worker/files.py      | nothing of the package                                             |
 # | worker/hermes/       | the pure rooms, worker/files.py                                    |
+# | worker/changes/      | the pure rooms, files (the change envelope's state)                |
 # | worker/records/      | the pure rooms (the durable records: SQLite, knows no run)         |
 # | worker/evidence/     | the pure rooms, files                                              |
-# | worker/tools/        | the pure rooms, evidence (NorFab through the worker's client)      |
+# | worker/tools/        | the pure rooms, changes, evidence (it reaches NorFab through the   |
+# |                      |   worker's client)                                                 |
 # | worker/agents/       | the pure rooms, files, hermes, tools (never runs, schedules, ...)  |
 # | worker/sessions/     | the pure rooms, files, hermes                                      |
 # | worker/runs/         | the pure rooms, files, hermes, tools, agents, sessions, records    |
@@ -78,7 +80,8 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 PURE = {"errors", "safety", "models", "norfab_compat"}
 CLIENT = {"routing", "nfcli_shell", "nfcli", "eval"}
 BELOW_HOST = {
-    "files", "hermes", "records", "evidence", "tools", "agents", "sessions", "runs", "schedules", "memory", "handover"
+    "files", "hermes", "changes", "records", "evidence", "tools", "agents", "sessions", "runs", "schedules", "memory",
+    "handover",
 }
 ROOMS = {
     "errors": set(),
@@ -90,9 +93,10 @@ ROOMS = {
     "eval": PURE | CLIENT | {"testing"},
     "files": set(),
     "hermes": PURE | {"files"},
+    "changes": PURE | {"files"},
     "records": PURE,
     "evidence": PURE | {"files"},
-    "tools": PURE | {"evidence"},
+    "tools": PURE | {"changes", "evidence"},
     "agents": PURE | {"files", "hermes", "tools"},
     "sessions": PURE | {"files", "hermes"},
     "runs": PURE | {"files", "hermes", "tools", "agents", "sessions", "records"},

@@ -79,14 +79,23 @@ def sources(result: ToolResult) -> List[Source]:
     """The lines of one tool result, split by device and command where the result says them.
 
     A NorFab tool result is ``{job_uuid, task, workers: {W: {result: ...}}}``;
-    a nornir result is keyed by host, then command. A delegate's result holds
-    the asked agent's ``response``.
+    a nornir result is keyed by host, then command. A workflow tool's result
+    holds its steps, each a NorFab task's result (``steps: {STEP: [{task,
+    result}]}``), linked to the workflow's job. A delegate's result holds the
+    asked agent's ``response``.
     """
     payload = _decode(result.content)
     if not isinstance(payload, dict):
         return [Source(tool=result.tool, via=result.via, lines=str(payload).splitlines())]
     uuid = payload.get("job_uuid")
     task = str(payload.get("task") or "")
+    if task == "workflow.run":
+        return [
+            source
+            for entries in (payload.get("steps") or {}).values()
+            for entry in entries
+            for source in _step_sources(result, uuid, entry)
+        ]
     found: List[Source] = []
     for path, text in _leaves(payload):
         device = command = None
@@ -101,6 +110,18 @@ def sources(result: ToolResult) -> List[Source]:
             Source(
                 tool=result.tool, job_uuid=uuid, device=device, command=command, via=result.via, lines=text.splitlines()
             )
+        )
+    return found
+
+
+def _step_sources(result: ToolResult, uuid: Any, step: Any) -> List[Source]:
+    """The lines of one workflow step's result, by device and command for a nornir task."""
+    task = str(step.get("task") or "") if isinstance(step, dict) else ""
+    found = []
+    for path, text in _leaves(step.get("result") if isinstance(step, dict) else None):
+        device, command = (path[0], path[1]) if task.startswith("nornir.") and len(path) >= 2 else (None, task or None)
+        found.append(
+            Source(tool=result.tool, job_uuid=uuid, device=device, command=command, via=result.via, lines=text.splitlines())
         )
     return found
 

@@ -17,7 +17,6 @@ for it, the incident note (``report``) with every artifact's digest checked
 
 import hashlib
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -34,19 +33,16 @@ from .scoring import Prices, RunScore, score
 JOB_TIMEOUT = 600  # seconds for one run; every agent's run_timeout is shorter
 READ_TIMEOUT = 60
 MESSAGES = 2000  # transcript messages to read: all of a run's
-# how the worker words an approval request (worker/tool_runner.py _approve)
-APPROVAL = re.compile(r"wants to run tool (?P<tool>[\w-]+) \([^)]*\) with (?P<args>\{.*\})\. Allow\?\s*$", re.S)
 
 
-def approval_request(question: str) -> Tuple[Optional[str], Dict[str, Any]]:
-    """(tool, arguments) of an approval question; (None, {}) when it is not one."""
-    match = APPROVAL.search(question or "")
-    if not match:
+def approval_request(request: Dict[str, Any]) -> Tuple[Optional[str], Dict[str, Any]]:
+    """(tool, arguments) of an approval request, as the worker sent them beside the question (its
+    metadata); (None, {}) for another question. The question's text may quote device output."""
+    shown = (request.get("metadata") or {}).get("approval")
+    if not isinstance(shown, dict) or not shown.get("tool"):
         return None, {}
-    try:
-        return match.group("tool"), json.loads(match.group("args"))
-    except ValueError:
-        return match.group("tool"), {}
+    arguments = shown.get("arguments")
+    return str(shown["tool"]), arguments if isinstance(arguments, dict) else {}
 
 
 HISTORY_POLL = 0.5  # seconds between reads of a watched schedule's history
@@ -214,7 +210,7 @@ class Runner:
 
     def answer(self, job: Job, future: Any, request: Dict[str, Any], worker: str) -> Dict[str, Any]:
         """The operator's answer: yes only for calls the job's operator approves."""
-        tool, arguments = approval_request(request.get("question", ""))
+        tool, arguments = approval_request(request)
         approved = bool(tool) and any(rule.matches(tool, arguments) for rule in job.operator.approve)
         future.send_response(input_id=request["id"], value=approved, worker=worker)
         return {"tool": tool, "arguments": arguments, "approved": approved, "question": request.get("question", "")}

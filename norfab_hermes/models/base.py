@@ -28,6 +28,8 @@ def describe_validation_error(error: ValidationError, where: str, unknown: str =
                 allowed = ", ".join(sorted(_allowed_keys(error.title)))
                 hint = f" (allowed: {allowed})" if allowed else f" ({where} takes no {unknown}s)"
             lines.append(f"{where}: unknown {unknown} '{field}'{hint}")
+        elif not item["loc"]:  # a check across fields names its fields itself
+            lines.append(f"{where}: {item['msg'].removeprefix('Value error, ')}")
         elif item["type"] == "missing":
             lines.append(f"{where}: field '{field}' is required")
         else:

@@ -24,6 +24,7 @@ from ..errors import InventoryError
 from ..safety import commands, guards, host_access
 from .base import StrictModel, describe_validation_error
 from .carryover import Criterion, check_json_schema, parse_duration
+from .changes import ChangeFields, ChangePolicy, WorkflowDefinition
 
 RecordKind = Literal["sessions", "schedules", "evidence"]
 
@@ -105,7 +106,7 @@ class NorfabToolTarget(StrictModel):
         return self
 
 
-class ToolDefinition(StrictModel):
+class ToolDefinition(ChangeFields):
     """A NorFab task offered to an agent as a named tool."""
 
     description: Union[None, StrictStr] = Field(
@@ -123,10 +124,6 @@ class ToolDefinition(StrictModel):
     allow_multiline: StrictBool = Field(
         False,
         description="Let the model send multi-line values, e.g. configuration text; off: a line break adds a command",
-    )
-    approvers: Union[None, List[StrictStr]] = Field(
-        None,
-        description="NorFab client names that may approve or deny this tool's calls; default: the agent's approvers",
     )
     allow_commands: Union[None, List[StrictStr]] = Field(
         None,
@@ -166,6 +163,15 @@ class ToolDefinition(StrictModel):
                 "remove it, or fix its value under norfab.kwargs"
             )
         return value
+
+    @model_validator(mode="after")
+    def _changes(self) -> "ToolDefinition":
+        declared = self.change_fields()
+        if declared and not self.approval:
+            raise ValueError(f"{', '.join(declared)}: only for tools that change devices; set approval: true")
+        if self.preview and self.preview.dry_run and (self.norfab.service, self.norfab.task) != ("nornir", "cfg"):
+            raise ValueError("preview dry_run is nornir cfg's dry run; give other tools a read-only preview tool")
+        return self
 
 
 class DelegateDefinition(StrictModel):
@@ -291,6 +297,10 @@ class AgentDefinition(StrictModel):
         description="Read-only records of this worker (sessions, schedule history, evidence) of the agents named, "
         "by tool name (listed with the norfab toolset)",
     )
+    workflows: Dict[StrictStr, WorkflowDefinition] = Field(
+        {}, description="Reviewed NorFab workflow files the agent may run, by tool name; always approval-gated"
+    )
+    changes: ChangePolicy = Field(ChangePolicy(), description="When and how many changes, and failed verifications")
 
     @field_validator("hermes")
     @classmethod
@@ -313,7 +323,7 @@ class AgentDefinition(StrictModel):
             )
         return self
 
-    @field_validator("tools", "delegates", "records")
+    @field_validator("tools", "delegates", "records", "workflows")
     @classmethod
     def _tool_names(cls, value: Dict[str, Any]) -> Dict[str, Any]:
         for name in value:
@@ -321,16 +331,35 @@ class AgentDefinition(StrictModel):
                 raise ValueError(f"tool name '{name}' must be 1-64 letters, digits, '_' or '-'")
         return value
 
-    @field_validator("delegates", "records")
+    @field_validator("delegates", "records", "workflows")
     @classmethod
     def _one_name_one_tool(cls, value: Dict[str, Any], info: ValidationInfo) -> Dict[str, Any]:
-        kinds = ["tools"] + (["delegates"] if info.field_name == "records" else [])
-        both = sorted(set(value) & {name for kind in kinds for name in info.data.get(kind) or {}})
-        if both:
-            raise ValueError(
-                f"{', '.join(both)} named both under {' or '.join(kinds)} and under {info.field_name}; rename one"
-            )
+        for other in ("tools", "delegates", "records"):
+            both = sorted(set(value) & set(info.data.get(other) or {})) if other != info.field_name else []
+            if both:
+                raise ValueError(f"{', '.join(both)} named both under {other} and under {info.field_name}; rename one")
         return value
+
+    @model_validator(mode="after")
+    def _change_checks(self) -> "AgentDefinition":
+        """A change's preview and verify name read-only tools of this agent, and use the call's own arguments."""
+        read_only = sorted(name for name, tool in self.tools.items() if not tool.approval)
+        changes = [(f"tools.{n}", t) for n, t in self.tools.items() if t.approval]
+        changes += [(f"workflows.{n}", t) for n, t in self.workflows.items()]
+        for where, tool in changes:
+            for part, check in (("preview", tool.preview), ("verify", tool.verify)):
+                if check and check.tool and check.tool not in read_only:
+                    raise ValueError(
+                        f"{where}.{part}: '{check.tool}' is not a read-only tool of this agent "
+                        f"(tools without approval: {', '.join(read_only) or 'none'})"
+                    )
+            if tool.input_schema is not None:
+                unknown = sorted(tool.references() - set(tool.input_schema.get("properties") or {}))
+                if unknown:
+                    raise ValueError(
+                        f"{where}: preview, verify or rollback use {', '.join(unknown)}, not arguments in its input_schema"
+                    )
+        return self
 
 
 class AgentReference(StrictModel):

@@ -150,3 +150,12 @@ class ManageAgentInput(AgentInput):
 
 class GetStatusInput(TaskInput):
     agent: Union[None, StrictStr] = Field(None, description="Only this agent's runs and schedules")
+
+
+class ResetBreakerInput(AgentInput):
+    note: Union[None, StrictStr] = Field(None, description="What was found and fixed, for the record")
+
+
+class AcknowledgeInput(TaskInput):
+    outcome_id: StrictStr = Field(..., description="Outcome id of the change, from get_status or get_run")
+    note: Union[None, StrictStr] = Field(None, description="What the devices showed when checked, for the record")

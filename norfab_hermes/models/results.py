@@ -18,6 +18,7 @@ from pydantic import (
 
 from .base import StrictModel
 from .carryover import ArtifactSummary, Criterion, CriterionResult
+from .changes import BreakerState, ChangeRecord, ChangesStatus, OutcomeUnknown
 from .definitions import Lineage
 
 # the closed sets of states and outcomes results carry
@@ -39,6 +40,7 @@ class StopReason(str, Enum):
     repeated_call = "repeated_call"
     token_budget = "token_budget"  # the run's max_tokens
     daily_budget = "daily_budget"  # the agent's daily_tokens or daily_cost_usd
+    outcome_unknown = "outcome_unknown"  # the worker stopped while a change job was in flight
     failed = "failed"
 
 
@@ -71,6 +73,9 @@ class ToolCallSummary(StrictModel):
     truncated: StrictBool = Field(False, description="Result was cut to the size limit")
     error: Union[None, StrictStr] = Field(None, description="Why the call failed or was refused")
     delegated: Union[None, DelegatedRun] = Field(None, description="For a delegate tool: the run it started")
+    change: Union[None, ChangeRecord] = Field(
+        None, description="For a change: its devices, preview, approved digest, verification and rollback"
+    )
 
 
 class RunUsage(StrictModel):
@@ -97,6 +102,13 @@ class ApprovalInfo(StrictModel):
     decided_by: Union[None, StrictStr] = Field(None, description="NorFab client that approved or denied")
     note: Union[None, StrictStr] = Field(None, description="The decider's note")
     approvers: List[StrictStr] = Field([], description="NorFab clients that may decide it; empty: any client")
+    devices: List[StrictStr] = Field([], description="For a change: the devices it names")
+    preview: Dict[StrictStr, StrictStr] = Field(
+        {}, description="For a change: what it would do, per device (dry run or a read-only tool)"
+    )
+    change_digest: Union[None, StrictStr] = Field(
+        None, description="For a change: digest of tool, task arguments, targets and preview; what runs must match it"
+    )
 
 
 class InvokeResultData(StrictModel):
@@ -145,6 +157,9 @@ class RunStateData(StrictModel):
     schedule_id: Union[None, StrictStr] = Field(None, description="Schedule that started the run")
     finished: Union[None, StrictStr] = Field(None, description="ISO time the run ended")
     deduplicated: StrictBool = Field(False, description="The run an earlier request with the same dedupe_key started")
+    outcome_unknown: List[OutcomeUnknown] = Field(
+        [], description="Changes of the run whose outcome nobody knows (its worker stopped mid-change)"
+    )
 
 
 class AgentSummary(StrictModel):
@@ -197,6 +212,9 @@ class SessionDetails(SessionSummary):
     agent: StrictStr = Field(..., description="Agent owning the session")
     worker: StrictStr = Field(..., description="Worker owning the session")
     messages: List[SessionMessage] = Field([], description="The newest messages, oldest first")
+    outcome_unknown: List[OutcomeUnknown] = Field(
+        [], description="Changes made in the session whose outcome nobody knows, until acknowledged"
+    )
 
 
 class CommandResultData(StrictModel):
@@ -260,6 +278,9 @@ class WorkerStatus(StrictModel):
     open_files: int = Field(0, description="Open file descriptors of the worker process")
     scheduler: SchedulerStatus = Field(SchedulerStatus(), description="Scheduled checks: ticking, next due, overdue")
     budgets: Dict[StrictStr, AgentBudget] = Field({}, description="Daily budgets of the agents that have one")
+    changes: ChangesStatus = Field(
+        ChangesStatus(), description="Device locks, open breakers and changes of unknown outcome"
+    )
 
 
 class ManageAgentResultData(StrictModel):
@@ -384,3 +405,11 @@ class GetVersionResult(Result):
 
 class GetInventoryResult(Result):
     result: Dict[StrictStr, Any] = Field({}, description="Worker inventory, secrets redacted")
+
+
+class ChangeOutcomeResult(Result):
+    result: Union[None, OutcomeUnknown] = Field(None, description="The change, as acknowledged")
+
+
+class BreakerResult(Result):
+    result: Union[None, BreakerState] = Field(None, description="The agent's breaker after the reset")

@@ -8,7 +8,7 @@ import builtins
 import sys
 from typing import Any, Dict, List, Optional
 
-from pydantic import BaseModel, Field, StrictStr
+from pydantic import BaseModel, Field, StrictStr, field_validator
 from rich.text import Text
 
 from ..routing import Router, RoutingError
@@ -96,3 +96,16 @@ class WorkersOption(BaseModel):
             return router().select()
         except Exception:  # completion must never break the prompt
             return []
+
+
+class NoteOption(WorkersOption):
+    """``(note "TEXT") (workers SELECTOR)``: commands that decide something and keep why."""
+
+    # plain str: PICLE leaves such values alone; presence: a bare 'note' arrives as True and is refused
+    note: str = Field(None, description="Why, for the record", json_schema_extra={"presence": True})
+
+    @field_validator("note", mode="before")
+    @classmethod
+    def one_text(cls, value: Any) -> Any:
+        """Unquoted words arrive as a list (validated only in the nf[hermes]# subshell)."""
+        return "" if value is True else " ".join(map(str, value)) if isinstance(value, list) else value

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional
 from norfab.clients.nfcli_shell.common import collect_input_request
 from rich.console import Console, Group, RenderableType
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.text import Text
 
 from ..models import InvokeResultData
@@ -172,7 +173,7 @@ def run_turn(
                     if event.get("event_type") == "input_request" and extras.get("input_request"):
                         question = extras["input_request"]
                         with ctrl_c.typing():
-                            collect_input_request(future, event, console)
+                            collect_input_request(future, as_text(event), console)
                         question = None
                     show_event(event)
                 if future.done_event.is_set():
@@ -288,3 +289,13 @@ def reply_view(res: dict, continue_hint: Optional[str] = None, streamed: str = "
         parts.append(Text(continue_hint, style="dim"))
     return Group(*parts)
 
+
+def as_text(event: dict) -> dict:
+    """An input request whose question (model text, a change's preview of device output) prints as
+    text, never as markup. NorFab's collect_input_request asks a yes/no with a timeout through
+    prompt_toolkit, which shows text as it is; anything else through rich, which reads markup."""
+    request = event["extras"]["input_request"]
+    if isinstance(request.get("default"), bool) and (request.get("timeout") or event.get("timeout")):
+        return event
+    shown = {**request, "question": escape(str(request.get("question", "")))}
+    return {**event, "extras": {**event["extras"], "input_request": shown}}

@@ -17,13 +17,14 @@ import time
 from datetime import datetime, timezone
 from typing import Any, ClassVar, Dict, List, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from ..models import ApprovalInfo, RunEvent, RunStateData
 from ..routing import Router, Target
-from .common import WorkersOption, as_str, guarded, hint, misparsed, router
+from .changes import preview_view
+from .common import NoteOption, WorkersOption, as_str, guarded, hint, misparsed, router
 from .live import CtrlC, error_text, event_line, reply_view
 from .tables import WRAP, clock, parse_time, table
 from .views import failed
@@ -58,20 +59,13 @@ class HermesApprovalsCommand(WorkersOption):
         return misparsed(kwargs) or guarded(lambda: inbox(router(), as_str(workers)))
 
 
-class HermesApproveCommand(WorkersOption):
+class HermesApproveCommand(NoteOption):
     """``ID (note "WHY") (workers SELECTOR)``; subclasses change ACTION, the decision task."""
 
     ACTION: ClassVar[str] = "approve"
-    # plain str: PICLE leaves such values alone; presence: a bare 'note' arrives as True and is refused
     note: str = Field(
         None, description="Why, kept in the run's record (a denial's note is told to the agent)", json_schema_extra={"presence": True}
     )
-
-    @field_validator("note", mode="before")
-    @classmethod
-    def one_text(cls, value: Any) -> Any:
-        """Unquoted words arrive as a list (validated only in the nf[hermes]# subshell)."""
-        return "" if value is True else " ".join(map(str, value)) if isinstance(value, list) else value
 
     @classmethod
     def run(cls, approval_id: str, note: Any = None, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
@@ -154,7 +148,7 @@ def follow_run(routes: Router, target: Target, data: RunStateData) -> Renderable
                 for approval in data.approvals:
                     if approval.state == "pending" and approval.approval_id not in announced:
                         announced.add(approval.approval_id)
-                        console.print(waiting_line(approval))
+                        console.print(Group(waiting_line(approval), *previews([approval])))
                 if data.state == "finished":
                     return ending(target, data)
                 deadline = time.time() + FOLLOW_POLL
@@ -188,6 +182,9 @@ def inbox(routes: Router, workers: Optional[str]) -> RenderableType:
             rows.append([worker, a.approval_id, a.agent, a.run_id, a.tool, a.target, arguments(a), expires(a.expires)])
     inbox_table = table("approvals waiting for an operator", INBOX_COLUMNS, rows, drop=INBOX_DROP, text={"arguments": WRAP})
     parts: List[RenderableType] = [inbox_table]
+    for worker, res in sorted(replies.items()):
+        if not failed(res):
+            parts.extend(previews(ApprovalInfo.model_validate(item) for item in res["result"]))
     if any(row[1] for row in rows):
         parts.append(hint('decide one: hermes approve APPROVAL (note "WHY") or hermes deny APPROVAL (note "WHY")'))
         parts.append(hint("see its run: hermes run AGENT RUN workers WORKER"))
@@ -247,6 +244,7 @@ def run_approvals(data: RunStateData) -> RenderableType:
     ]
     text = {"arguments": WRAP, "note": WRAP}
     parts: List[RenderableType] = [table(f"approvals of run {data.run_id}", RUN_APPROVAL_COLUMNS, rows, drop=["decided by", "target"], text=text)]
+    parts.extend(previews(a for a in data.approvals if a.state == "pending"))
     pending = [a.approval_id for a in data.approvals if a.state == "pending"]
     if pending:
         parts.append(hint(f'decide it: hermes approve {pending[0]} (note "WHY") or hermes deny {pending[0]}'))
@@ -261,6 +259,15 @@ def ending(target: Target, data: RunStateData) -> RenderableType:
     if data.session_id:
         step = f'continue with: hermes invoke {data.agent} "..." session {data.session_id} workers {target.worker}'
     return reply_view({"result": data.result.model_dump()}, step)
+
+
+def previews(approvals: Any) -> List[RenderableType]:
+    """What each change would do, per device, under the table that lists it."""
+    return [
+        preview_view(a.preview, f"approval {a.approval_id}: change {a.change_digest} on {', '.join(a.devices)}")
+        for a in approvals
+        if a.preview
+    ]
 
 
 def arguments(approval: ApprovalInfo) -> str:

@@ -31,6 +31,7 @@ list (``show_workers``) and the hermes tasks themselves:
   runs too, and only the one that ran it knows its id.
 * **Approvals** are known only on the worker of their run: ``approve`` and
   ``deny`` go to every selected worker and the one that knows the id answers.
+  So do changes of unknown outcome (``acknowledge_outcome``).
 * **Records** (``get_runs``, ``get_audit``, ``verify_audit``) are each
   worker's own: the selected workers answer for themselves.
 
@@ -300,17 +301,42 @@ class Router:
         Raises:
             RoutingError: no selected worker knows ``approval_id``.
         """
+        return self._known_one(
+            task,
+            {"approval_id": approval_id},
+            note,
+            workers,
+            f"approval '{approval_id}' is not known on any hermes worker (asked {{asked}}); "
+            "see the pending ones with 'hermes approvals'",
+        )
+
+    def acknowledge(self, outcome_id: str, note: Optional[str] = None, workers: Selector = None) -> Dict[str, dict]:
+        """
+        ``acknowledge_outcome`` on every selected worker; the Result of the one that knows the id, by worker.
+
+        Raises:
+            RoutingError: no selected worker knows ``outcome_id``.
+        """
+        return self._known_one(
+            "acknowledge_outcome",
+            {"outcome_id": outcome_id},
+            note,
+            workers,
+            f"change outcome '{outcome_id}' is not known on any hermes worker (asked {{asked}}); "
+            "see them with 'hermes safety'",
+        )
+
+    def _known_one(
+        self, task: str, kwargs: Dict[str, Any], note: Optional[str], workers: Selector, unknown: str
+    ) -> Dict[str, dict]:
+        """A task about an id only its worker knows, sent to every selected worker: the answers of those that know it."""
         asked = self.select(workers)
-        kwargs: Dict[str, Any] = {"approval_id": approval_id}
         if note is not None:
-            kwargs["note"] = note
+            kwargs = {**kwargs, "note": note}
         replies = self.call(task, asked, kwargs)
         owners = {worker: replies[worker] for worker in asked if not _unknown_here(replies.get(worker))}
         if not owners:
-            raise RoutingError(
-                f"approval '{approval_id}' is not known on any hermes worker (asked {', '.join(asked)}); "
-                "see the pending ones with 'hermes approvals'"
-            )
+            raise RoutingError(unknown.format(asked=", ".join(asked)))
         return owners
 
     # --------------------------------------------------------------- records

@@ -23,6 +23,10 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import yaml
 from norfab.core.nfapi import NorFab
 
+# worker plugins of this package an inline inventory may use, by service
+PYTHON_FAKENOS = "lab_fakenos"
+PACKAGE_WORKERS = {PYTHON_FAKENOS: "norfab_hermes.testing.fakenos:LabFakeNOSWorker"}
+
 
 def free_port(address: str = "127.0.0.1") -> int:
     with socket.socket() as s:
@@ -53,7 +57,8 @@ def write_inventory(
 
     Workers named in ``separate`` are defined but left out of the topology:
     they run as processes of their own (:func:`worker_process`,
-    :func:`remote_worker`). The broker listens on ``address``.
+    :func:`remote_worker`). The broker listens on ``address``. A worker of a
+    service in ``PACKAGE_WORKERS`` is this package's own worker plugin.
     """
     for path, content in (files or {}).items():
         target = base / path
@@ -64,11 +69,13 @@ def write_inventory(
         depends = data.pop("depends_on", None)
         if name not in separate:
             topology.append({name: {"depends_on": depends}} if depends else name)
+    services = {data.get("service") for data in workers.values()}
     inventory = {
         "broker": {"endpoint": f"tcp://{address}:{free_port(address)}"},
         "logging": {"handlers": {"terminal": {"level": "CRITICAL"}, "file": {"level": "INFO"}}},
         "topology": {"broker": True, "workers_init_timeout": 120, "workers": topology},
         "workers": {name: [data] for name, data in workers.items()},
+        "plugins": {service: {"worker": path} for service, path in PACKAGE_WORKERS.items() if service in services},
     }
     path = base / "inventory.yaml"
     path.write_text(yaml.safe_dump(inventory, sort_keys=False))
@@ -233,11 +240,13 @@ def network(
 ) -> tuple:
     """A FakeNOS network of cisco_ios devices on 127.0.0.1 behind a nornir worker.
 
-    ``models`` gives some hosts a FakeNOS device model of their own (``name``,
-    ``initial_prompt``, ``commands``). ``users`` are the hermes worker
-    inventories, by worker name, whose agents call the network: they start
-    after its nornir worker. Returns (worker inventories, files) for
-    :func:`running_norfab`.
+    ``models`` gives some hosts a FakeNOS device model of their own: ``name``
+    and ``initial_prompt`` and ``commands``, or ``name`` and ``python``, the
+    source of a Python device model whose ``NAME`` is that name (for devices
+    whose output changes, e.g. after a configuration change). ``users`` are
+    the hermes worker inventories, by worker name, whose agents call the
+    network: they start after its nornir worker. Returns (worker
+    inventories, files) for :func:`running_norfab`.
     """
     models = models or {}
     devices = {
@@ -245,14 +254,19 @@ def network(
         for name in hosts
     }
     files: Dict[str, Any] = {}
+    plugins: Dict[str, str] = {}
     for name, model in models.items():
         devices[name]["nos"] = {"plugin": model["name"]}
-        files[f"fakenos/nos/{name}.yaml"] = model
+        path = f"fakenos/nos/{name}.{'py' if 'python' in model else 'yaml'}"
+        files[path] = model.get("python", model)
+        plugins[model["name"]] = f"nf://{path}"
+    python = any("python" in model for model in models.values())
     workers = {
         "fakenos-worker-1": {
-            "service": "fakenos",
+            # NorFab's FakeNOS worker loads YAML models only
+            "service": PYTHON_FAKENOS if python else "fakenos",
             "networks": {"lab": {"inventory": "nf://fakenos/lab.yaml", "auto_start": True}},
-            "nos_plugins": {model["name"]: f"nf://fakenos/nos/{name}.yaml" for name, model in models.items()},
+            "nos_plugins": plugins,
         },
         "nornir-worker-1": {
             "service": "nornir",

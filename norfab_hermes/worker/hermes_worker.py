@@ -2,10 +2,10 @@
 The ``hermes`` NorFab worker: NorFab tasks over a :class:`HermesHost`.
 
 ``HermesWorker`` is NorFab's worker plus one task mixin per area (runs,
-approvals, records, sessions, agents, schedules, memory, evidence, handover,
-service). Tasks are thin: NorFab validates the input, the task calls the host
-and wraps the answer in a ``Result``; nothing from Hermes appears in a result,
-results are this project's models.
+approvals, changes, records, sessions, agents, schedules, memory, evidence,
+handover, service). Tasks are thin: NorFab validates the input, the task
+calls the host and wraps the answer in a ``Result``; nothing from Hermes
+appears in a result, results are this project's models.
 """
 
 import logging
@@ -25,6 +25,7 @@ from .host import HermesHost
 from .tasks.agents import AgentTasks
 from .tasks.approvals import ApprovalTasks
 from .tasks.base import hide_builtin_tasks
+from .tasks.changes import ChangeTasks
 from .tasks.evidence import EvidenceTasks
 from .tasks.handover import HandoverTasks
 from .tasks.memory import MemoryTasks
@@ -45,6 +46,7 @@ class HermesWorker(
     NFPWorker,
     RunTasks,
     ApprovalTasks,
+    ChangeTasks,
     RecordTasks,
     SessionTasks,
     AgentTasks,

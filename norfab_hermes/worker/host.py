@@ -6,7 +6,8 @@ adapter reach through the port (``hermes.port``). It owns no state of its
 own beyond the wiring: the runtime (Hermes, gateway, loop thread), the agent
 catalog (definitions, profiles, secrets), the tool box and tool runner, the
 run registry and pipeline, the session queries and the records (runs,
-approvals, usage, audit log) each keep theirs.
+approvals, usage, audit log) each keep theirs; the change envelope
+(``changes``) keeps device locks, breakers and unknown outcomes.
 """
 
 import logging
@@ -19,6 +20,9 @@ from ..models import (
     AgentBudget,
     AgentDefinition,
     ApprovalInfo,
+    BreakerState,
+    ChangePolicy,
+    ChangesStatus,
     CommandResultData,
     EvidenceResultData,
     HandoverMaterial,
@@ -27,6 +31,7 @@ from ..models import (
     InvokeResultData,
     ManageAgentResultData,
     MemoryResultData,
+    OutcomeUnknown,
     ReportResultData,
     RunsPage,
     RunStateData,
@@ -39,6 +44,7 @@ from ..safety import host_access
 from .agents import profiles
 from .agents.catalog import AgentCatalog
 from .agents.lifecycle import Lifecycle
+from .changes.control import ChangeControl
 from .evidence import report
 from .evidence.store import EvidenceStore
 from .handover.material import Handover
@@ -57,6 +63,7 @@ from .runs.storm import Storm
 from .schedules.ticker import Schedules
 from .sessions import commands
 from .sessions.store import Sessions
+from .tools.change import ChangeRunner
 from .tools.delegation import Delegator
 from .tools.records import RecordsReader
 from .tools.runner import ToolRunner
@@ -68,6 +75,11 @@ STOP_ADAPTER_TIMEOUT = 30.0
 CUT_BY_RESTART = (
     "[This turn was cut short: the hermes worker stopped before it finished, and it was not resumed. "
     "The request above was not completed; answer the next message for itself.]"
+)
+CUT_MID_CHANGE = (
+    "[This turn was cut short while tool {tool} was changing {devices} (NorFab job {job}): the hermes worker "
+    "stopped, and nobody knows whether the change was made. It is not made again; an operator must check the "
+    "devices and acknowledge it before they take another change.]"
 )
 
 
@@ -147,6 +159,10 @@ class HermesHost:
                 self.sessions, self.schedules, self.evidence, self.catalog.known, self.catalog.secrets
             ),
         )
+        self.changes = ChangeControl(root, worker_name)
+        self.tool_runner.changes = ChangeRunner(
+            self.tool_runner, self.changes, self.tools.get, self.change_policy, worker_name
+        )
 
     @property
     def root(self) -> Path:
@@ -156,7 +172,8 @@ class HermesHost:
 
     def start(self) -> None:
         """Prepare the instance root, import Hermes, render the agents' profiles, start the gateway."""
-        cut_runs, cut_approvals = self.records.settle()
+        cut_changes = self.changes.outcomes.recover()  # before the runs are settled: their runs end outcome_unknown
+        cut_runs, cut_approvals = self.records.settle(cut_changes)
         if cut_runs or cut_approvals:
             log.warning(
                 f"{self.worker_name} - Runs {cut_runs} and approvals {cut_approvals} were open when the worker "
@@ -171,7 +188,9 @@ class HermesHost:
         self.tools.load(self.catalog.agents)
         plugin.install_tools(self.tools.specs)
         port.bind(self)
-        self.runtime.start_gateway(self.inventory.max_concurrent_runs, self._settle_cut_turns)
+        self.runtime.start_gateway(
+            self.inventory.max_concurrent_runs, lambda runner: self._settle_cut_turns(runner, cut_changes)
+        )
         for name in self.catalog.agents:
             if name in self.catalog.stopped:  # stopped before the restart: Hermes attached it with the others
                 self.runtime.submit(compat.stop_profile(self.runtime.runner, name)).result(STOP_ADAPTER_TIMEOUT)
@@ -190,8 +209,15 @@ class HermesHost:
                 plugin.install_tools(self.tools.specs)
                 log.info(f"{self.worker_name} - Tools that were unavailable are now resolved")
 
-    def _settle_cut_turns(self, runner: Any) -> None:
+    def _settle_cut_turns(self, runner: Any, cut_changes: List[OutcomeUnknown]) -> None:
         # before the gateway starts: it would otherwise run cut turns again on its own
+        for change in cut_changes:
+            log.warning(
+                f"{self.worker_name} - Change job {change.job_uuid} of run {change.run_id} ({change.tool} on "
+                f"{', '.join(change.devices)}) was in flight when the worker stopped: its outcome is unknown"
+            )
+            note = CUT_MID_CHANGE.format(tool=change.tool, devices=", ".join(change.devices), job=change.job_uuid)
+            compat.close_unanswered_turn(runner, change.session_id, note)
         cut = compat.settle_cut_turns(runner, self.root, self.runs.cut_by_last_stop(), CUT_BY_RESTART)
         if cut:
             log.warning(
@@ -254,7 +280,10 @@ class HermesHost:
         return self.pipeline.start_run(agent, instructions, session_id, timeout, client, dedupe_key, response_schema)
 
     def run_state(self, agent: str, run_id: str, offset: int = 0) -> RunStateData:
-        return self.pipeline.run_state(agent, run_id, offset)
+        """A run, in flight or from its record, with its changes of unknown outcome until acknowledged."""
+        state = self.pipeline.run_state(agent, run_id, offset)
+        unknown = self.changes.outcomes.pending(agent, run_id=run_id)
+        return state.model_copy(update={"outcome_unknown": unknown}) if unknown else state
 
     def decide(self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str]) -> ApprovalInfo:
         return self.approvals.decide(approval_id, approve, by, note)
@@ -276,7 +305,31 @@ class HermesHost:
 
     def get_session(self, agent: str, session_id: str, limit: int) -> SessionDetails:
         self.require(agent)
-        return self.sessions.get(agent, session_id, limit)
+        details = self.sessions.get(agent, session_id, limit)
+        unknown = self.changes.outcomes.pending(agent, session_id=session_id)
+        return details.model_copy(update={"outcome_unknown": unknown}) if unknown else details
+
+    # -------------------------------------------------------------- changes
+
+    def change_policy(self, agent: str) -> ChangePolicy:
+        definition = self.catalog.agents.get(agent)
+        return definition.changes if definition else ChangePolicy()
+
+    def change_status(self, agent: Optional[str] = None) -> ChangesStatus:
+        return self.changes.status({name: self.change_policy(name) for name in self.catalog.agents}, agent)
+
+    def reset_breaker(self, agent: str, by: Optional[str], note: Optional[str]) -> BreakerState:
+        self.catalog.require_known(agent)
+        breaker = self.changes.reset_breaker(agent, self.change_policy(agent), by, note)
+        self.note("change.breaker_reset", agent=agent, actor=by, note=note)
+        return breaker
+
+    def acknowledge(self, outcome_id: str, by: Optional[str], note: Optional[str]) -> OutcomeUnknown:
+        change = self.changes.acknowledge(outcome_id, by, note)
+        log.warning(f"{self.worker_name} - Change job {change.job_uuid} acknowledged by {by}: {note or 'no note'}")
+        details = {"outcome_id": outcome_id, "job_uuid": change.job_uuid, "devices": change.devices, "note": note}
+        self.note("change.acknowledged", agent=change.agent, run_id=change.run_id, actor=by, **details)
+        return change
 
     def schedule(
         self,

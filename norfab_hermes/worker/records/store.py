@@ -5,7 +5,8 @@ restarts for ``get_run``, ``get_runs``, ``get_audit`` and ``verify_audit``.
 
 Every change of a run or an approval is written with its audit entry in one
 transaction. At start, runs and approvals a crash left open are closed as
-ended by the restart (nothing of them runs later). Old records go by age and
+ended by the restart (nothing of them runs later); a run cut while a change
+job was in flight ends ``outcome_unknown``. Old records go by age and
 count (the inventory's ``records`` settings), checked at most hourly.
 """
 
@@ -14,13 +15,14 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ...models import (
     ApprovalInfo,
     AuditPage,
     AuditVerifyData,
     InvokeResultData,
+    OutcomeUnknown,
     RecordsSettings,
     RunEvent,
     RunsPage,
@@ -38,6 +40,10 @@ PRUNE_INTERVAL = 3600.0  # seconds between retention checks while the worker run
 AUDIT_TEXT_CHARS = 1000  # of the instructions an audit entry keeps (the run record has them whole)
 CUT_NOTE = "the worker stopped (crash or kill) before the run finished; it was not resumed"
 APPROVAL_CUT_NOTE = "ended by the worker restart: its run is gone and the call was never made"
+MID_CHANGE_NOTE = (
+    "change job {job} of tool {tool} on {devices} was in flight: its outcome is unknown, it is not sent again; "
+    "an operator must check the devices and acknowledge it"
+)
 
 
 class Records:
@@ -113,6 +119,8 @@ class Records:
             "decided_by": info.decided_by,
             "note": info.note,
         }
+        if info.change_digest:  # a change: what was approved, on which devices
+            details.update(change_digest=info.change_digest, devices=info.devices)
         with self.db.transaction() as db:
             approvals.save(db, info)
             runs.set_state(db, info.run_id, "waiting_for_approval" if info.state == "pending" else "running")
@@ -194,8 +202,13 @@ class Records:
 
     # ----------------------------------------------------------- lifecycle
 
-    def settle(self) -> Tuple[List[str], List[str]]:
-        """Close what a crash left open: pending approvals expire, runs end; (run ids, approval ids)."""
+    def settle(self, unknown: Sequence[OutcomeUnknown] = ()) -> Tuple[List[str], List[str]]:
+        """Close what a crash left open: pending approvals expire, runs end; (run ids, approval ids).
+
+        A run whose change job was in flight (``unknown``, from the change
+        envelope's markers) ends ``outcome_unknown`` and names the job and its
+        devices; any other ends ``interrupted``.
+        """
         now = time.time()
         with self.db.transaction() as db:
             cut_approvals = []
@@ -214,23 +227,22 @@ class Records:
                 cut_approvals.append(info.approval_id)
             cut_runs = []
             for row in runs.unfinished(db):
-                state = self._cut(row, approvals.of_run(db, row["run_id"]), now)
+                changes = [change for change in unknown if change.run_id == row["run_id"]]
+                state = self._cut(row, approvals.of_run(db, row["run_id"]), now, changes)
+                details = {"stop_reason": state.stop_reason, "note": CUT_NOTE}
+                if changes:
+                    details["outcome_unknown"] = [{"job_uuid": c.job_uuid, "devices": c.devices} for c in changes]
                 runs.finish(db, state, now)
-                audit.append(
-                    db,
-                    self.worker,
-                    "run.ended",
-                    row["agent"],
-                    row["run_id"],
-                    row["client"],
-                    {"stop_reason": state.stop_reason, "note": CUT_NOTE},
-                )
+                audit.append(db, self.worker, "run.ended", row["agent"], row["run_id"], row["client"], details)
                 cut_runs.append(row["run_id"])
         return cut_runs, cut_approvals
 
-    def _cut(self, row: Any, asked: List[ApprovalInfo], now: float) -> RunStateData:
+    def _cut(self, row: Any, asked: List[ApprovalInfo], now: float, changes: List[OutcomeUnknown]) -> RunStateData:
         """The state of a run the worker's crash cut: what its record knew, and why it ended."""
-        reason = StopReason.interrupted.value
+        reason = (StopReason.outcome_unknown if changes else StopReason.interrupted).value
+        warnings = [CUT_NOTE] + [
+            MID_CHANGE_NOTE.format(job=c.job_uuid, tool=c.tool, devices=", ".join(c.devices)) for c in changes
+        ]
         calls = [ToolCallSummary.model_validate(call) for call in runs.calls_so_far(row)]
         result = InvokeResultData(
             response="",
@@ -240,7 +252,7 @@ class Records:
             worker=row["worker"],
             stop_reason=reason,
             tool_calls=calls,
-            warnings=[CUT_NOTE],
+            warnings=warnings,
             approvals=asked,
         )
         return RunStateData(

@@ -4,7 +4,8 @@ The approval inbox: approval-gated tool calls of runs nobody is attached to.
 A run in the background, a scheduled check, or a REST or MCP call has no
 terminal to ask. When such a run reaches a tool that needs approval and its
 agent sets ``approval_timeout``, the call parks here - the tool, its exact
-arguments, where it goes and a digest of them - for at most that long,
+arguments, where it goes and a digest of them; for a change also its
+devices, preview and change digest - for at most that long,
 within the run's budget. A client among the tool's (or agent's)
 ``approvers`` decides it with the ``approve`` or ``deny`` task; anyone else
 is refused and the attempt recorded. Nobody deciding in time is a refusal,
@@ -22,6 +23,7 @@ from typing import Any, Dict, List, Optional, Protocol
 
 from ...errors import InvalidRequest, NotAllowed, UnknownApproval
 from ...models import ApprovalInfo, arguments_digest
+from ..tools.specs import ChangeAsk
 from .run import Run, now_iso
 
 log = logging.getLogger(__name__)
@@ -82,20 +84,31 @@ class ApprovalInbox:
         self._lock = threading.Lock()
 
     def request(
-        self, run: Run, tool: str, target: str, arguments: Dict[str, Any], approvers: Optional[List[str]] = None
+        self,
+        run: Run,
+        tool: str,
+        target: str,
+        arguments: Dict[str, Any],
+        approvers: Optional[List[str]] = None,
+        change: Optional[ChangeAsk] = None,
     ) -> ApprovalInfo:
-        """Park a call until it is decided or expires; the approval as it ended."""
+        """Park a call until it is decided or expires; the approval as it ended.
+
+        A change comes with its devices, preview and digest: the decision is
+        for that change, and what runs must match it (``tools/change.py``).
+        """
         wait = min(run.approval_timeout, run.remaining() - 1.0)
         requested = time.time()
-        record = ApprovalRecord(self._asked(run, tool, target, arguments, requested + max(wait, 0), approvers))
+        record = ApprovalRecord(self._asked(run, tool, target, arguments, requested + max(wait, 0), approvers, change))
         approval_id = record.request.approval_id
         with self._lock:
             self._approvals[approval_id] = record
         run.approvals.append(record)
         self._record(record.info(), "requested")
+        what = f"change {change.digest} on {', '.join(change.devices) or 'no named device'}, " if change else ""
         run.event(
             f"waiting for approval {approval_id}: {tool} ({target}) with {record.request.arguments_digest}, "
-            f"for at most {max(wait, 0):.0f}s" + (f"; approvers: {', '.join(approvers)}" if approvers else ""),
+            f"{what}for at most {max(wait, 0):.0f}s" + (f"; approvers: {', '.join(approvers)}" if approvers else ""),
             severity="WARNING",
         )
         while not record.decided.wait(0.2) and time.time() - requested < wait and run.stop_reason is None:
@@ -113,10 +126,17 @@ class ApprovalInbox:
         return info
 
     def answered(
-        self, run: Run, tool: str, target: str, arguments: Dict[str, Any], approved: bool, approvers: List[str]
+        self,
+        run: Run,
+        tool: str,
+        target: str,
+        arguments: Dict[str, Any],
+        approved: bool,
+        approvers: List[str],
+        change: Optional[ChangeAsk] = None,
     ) -> None:
         """The run's own caller answered an approval at the terminal: recorded like an inbox decision."""
-        record = ApprovalRecord(self._asked(run, tool, target, arguments, time.time(), approvers))
+        record = ApprovalRecord(self._asked(run, tool, target, arguments, time.time(), approvers, change))
         state = "approved" if approved else "denied"
         record.decision = Decision(state, now_iso(), run.client, "answered by the run's caller")
         run.approvals.append(record)
@@ -130,7 +150,9 @@ class ApprovalInbox:
         arguments: Dict[str, Any],
         expires: float,
         approvers: Optional[List[str]],
+        change: Optional[ChangeAsk],
     ) -> ApprovalInfo:
+        shown = dict(devices=change.devices, preview=change.preview, change_digest=change.digest) if change else {}
         return ApprovalInfo(
             approval_id=uuid.uuid4().hex[:12],
             run_id=run.run_id,
@@ -144,6 +166,7 @@ class ApprovalInbox:
             requested=now_iso(),
             expires=datetime.fromtimestamp(expires, timezone.utc).isoformat(timespec="milliseconds"),
             approvers=list(approvers or []),
+            **shown,
         )
 
     def decide(self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str]) -> ApprovalInfo:

@@ -2,7 +2,7 @@
 Every budget of one run, counted and checked in one place: wall clock, model
 requests (the agent's, its subagents' and Hermes' auxiliary ones), tokens,
 the agent's daily tokens and cost, NorFab tool calls, the same call
-repeated, and devices reached.
+repeated, devices reached, and changes made.
 
 A check answers with the stop reason and message of the budget it breaks,
 or None; the run stops on the first one (``Run``). Tokens are counted as the
@@ -161,6 +161,7 @@ class Limits:
     max_calls: int = 30  # NorFab tool calls
     max_targets: int = 20  # distinct devices reached through nornir tools
     max_repeats: int = 3  # the same call with the same arguments
+    max_changes: int = 5  # changes sent to devices (changes.max_per_run)
     max_tokens: Optional[int] = None  # prompt + completion, as the provider reports them
     daily: Optional[DailyLimits] = None  # the agent's, shared with its other runs
 
@@ -180,6 +181,7 @@ class Limits:
             max_calls=definition.max_tool_calls or inventory.max_tool_calls,
             max_targets=definition.max_targets or inventory.max_targets,
             max_repeats=inventory.max_repeated_calls,
+            max_changes=definition.changes.max_per_run,
             max_tokens=definition.max_tokens or inventory.max_tokens,
             daily=DailyLimits.of(definition),
         )
@@ -199,6 +201,7 @@ class Budget:
         self._next: Tuple[Optional[str], int] = (None, 0)  # the request about to be sent: model, prompt estimate
         self._warned = 0  # highest warning level of max_tokens given
         self.targets: Set[str] = set()
+        self.changes = 0  # changes sent
         self._calls: Counter = Counter()  # (tool, arguments digest) -> times called
         self._lock = threading.Lock()
 
@@ -273,3 +276,20 @@ class Budget:
                 f"the run touched {touched} devices, over its budget of {self.limits.max_targets}",
             )
         return None
+
+    def reserve_change(self) -> Optional[str]:
+        """Hold one of the run's changes for a change call; why not when its budget is spent.
+
+        A spent change budget refuses the change, not the run: the agent can
+        still read devices and report. A change that is not sent after all
+        gives its place back (``release_change``).
+        """
+        with self._lock:
+            if self.changes >= self.limits.max_changes:
+                return f"the run has made its {self.limits.max_changes} change(s) (changes.max_per_run)"
+            self.changes += 1
+        return None
+
+    def release_change(self) -> None:
+        with self._lock:
+            self.changes -= 1

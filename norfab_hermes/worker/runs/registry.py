@@ -251,12 +251,13 @@ class RunRegistry:
         while self._runs and time.time() < deadline:
             time.sleep(poll)
 
-    def ask_operator(self, session_key: str, question: str, default: Any) -> Any:
+    def ask_operator(self, session_key: str, question: str, default: Any, metadata: Optional[dict] = None) -> Any:
         """Ask the caller of the run for ``session_key`` through NorFab's input request.
 
         Raises ``PermissionError`` with the reason when nobody can answer:
         the run is not interactive, the operator did not answer in time or
-        cancelled.
+        cancelled. ``metadata`` travels with the question (e.g. an approval's
+        tool, arguments and preview, for clients that show more than text).
         """
         run = self.for_session_key(session_key)
         if run is None or not run.interactive:
@@ -267,7 +268,7 @@ class RunRegistry:
         run.event("waiting for the operator's answer", severity="WARNING")
         try:
             return run.job.request_input(
-                question=question, default=default, timeout=wait, metadata={"run_id": run.run_id}
+                question=question, default=default, timeout=wait, metadata={**(metadata or {}), "run_id": run.run_id}
             )
         except TimeoutError:
             raise PermissionError(f"the operator did not answer within {wait}s") from None

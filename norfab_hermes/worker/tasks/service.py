@@ -12,6 +12,7 @@ from norfab.models import Result
 
 from ...models import (
     SUPPORTED_COMMANDS,
+    ChangesStatus,
     GetInventoryResult,
     GetStatusInput,
     GetStatusResult,
@@ -30,7 +31,8 @@ class ServiceTasks:
     @HermesTask(input=GetStatusInput, output=GetStatusResult, fastapi=REST, mcp=READ_ONLY)
     def get_status(self, agent: Optional[str] = None) -> Result:
         """
-        Readiness, agents, active runs, scheduler health, daily budgets and errors of this worker.
+        Readiness, agents, active runs, scheduler health, daily budgets, errors, and the change envelope
+        (device locks, open breakers, changes of unknown outcome) of this worker.
 
         Args:
             agent: only this agent's availability, runs and schedules.
@@ -49,6 +51,7 @@ class ServiceTasks:
                 active_runs=[run for run in runs if agent in (None, run.agent)],
                 scheduler=host.schedules.status(agent) if host else SchedulerStatus(),
                 budgets=host.budgets(agent) if host else {},
+                changes=host.change_status(agent) if host else ChangesStatus(),
                 max_concurrent_runs=host.inventory.max_concurrent_runs if host else 0,
                 hermes_home=str(host.root) if host else None,
                 commands=sorted(SUPPORTED_COMMANDS),

@@ -209,7 +209,8 @@ class Delegator:
                     question=f"[{child.agent} on {child.worker}, asked by {run.agent}] {request.get('question')}",
                     default=request.get("default"),
                     timeout=wait,
-                    metadata={"run_id": run.run_id, "delegated_run_id": child.run_id},
+                    # an approval's tool, arguments and preview travel with its question
+                    metadata={**(request.get("metadata") or {}), "run_id": run.run_id, "delegated_run_id": child.run_id},
                 )
                 cancel = False
             except Exception as error:  # no answer in time or cancelled: the asked run is told so

@@ -5,11 +5,12 @@ Running an agent's tool calls, through the worker's own NFPClient.
 then for a NorFab tool validate the model's arguments against the tool and
 the guards, merge fixed ones, ask for approval when the tool changes state,
 dispatch with a timeout inside the run's budget, and turn the NorFab reply
-into a redacted result the model can read, keeping each output as evidence
-(``evidence``); a delegate's question goes to the delegator
-(``delegation``), a records tool's read to the records reader
-(``records``). Every result is bounded and recorded; every failure is a
-tool error the model sees; nothing here raises into Hermes.
+into a redacted result the model can read; a delegate's question goes to
+the delegator (``delegation``), a change (an approval-gated tool or a
+workflow) goes through the change envelope (``change``), a records tool's
+read to the records reader (``records``). Every reply a call receives is
+kept as evidence (``evidence``). Every result is bounded and recorded; every
+failure is a tool error the model sees; nothing here raises into Hermes.
 """
 
 import json
@@ -17,21 +18,19 @@ import logging
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import jsonschema
 
 from ...models import ToolCallSummary, arguments_digest
 from ...norfab_compat import forget_job
 from ...safety import commands, guards
+from ...safety.changes import HOST_FILTERS
 from ...safety.redact import redact, scrub
 from ..evidence import capture
-from .specs import CallTrace, DelegateSpec, RecordsSpec, ToolError, ToolSpec, is_open
+from .specs import CallTrace, ChangeAsk, DelegateSpec, RecordsSpec, ToolError, ToolSpec, is_open
 
 log = logging.getLogger(__name__)
-
-# host filters of NorFab's nornir-style tasks: a call naming hosts expects data back
-HOST_FILTERS = {"FO", "FB", "FH", "FC", "FR", "FG", "FP", "FL", "FM", "FX", "FN", "hosts"}
 MIN_CALL_SECONDS = 1.0  # a call needs at least this much of the run budget left
 CLOCK_SKEW = 60.0  # seconds a worker's clock may be behind ours before its result counts as stale
 
@@ -81,9 +80,10 @@ class ToolRunner:
         max_chars: int,
         per_target: int,
         secrets: Callable[[], List[str]] = lambda: [],
-        ask: Callable[[str, str, Any], Any] = None,
+        ask: Callable[..., Any] = None,
         inbox: Any = None,
         delegator: Any = None,
+        changes: Any = None,
         evidence: Any = None,
         records: Any = None,
     ) -> None:
@@ -91,10 +91,11 @@ class ToolRunner:
         self.max_chars = max_chars
         self.per_target = per_target
         self.secrets = secrets
-        self.ask = ask  # ask(session_key, question, default): the run's operator answers, or PermissionError
+        self.ask = ask  # ask(session_key, question, default, metadata): the run's operator answers, or PermissionError
         self.inbox = inbox  # the approval inbox of runs nobody is attached to
         self.delegator = delegator  # asks other agents, for delegate tools
-        self.evidence = evidence  # keeps every tool result as an artifact (``evidence.store``)
+        self.changes = changes  # runs change calls inside the change envelope (``change.ChangeRunner``)
+        self.evidence = evidence  # keeps every reply a call receives as artifacts (``evidence.store``)
         self.records = records  # reads this worker's records, for records tools (``records``)
         self._targets: Dict[str, threading.BoundedSemaphore] = {}
         self._lock = threading.Lock()
@@ -114,9 +115,11 @@ class ToolRunner:
             if isinstance(spec, DelegateSpec):
                 text, status, error = self.delegator.ask(spec, arguments, run, interrupted, trace)
                 answer = capture.answer_piece(spec.definition.workers, spec.definition.agent, _response(text))
-                self._keep(spec, run, trace, [answer])
+                trace.artifacts += self.keep(spec, run, trace, [answer])
             elif isinstance(spec, RecordsSpec):
                 text, status, error = self.records.read(spec, arguments)
+            elif spec.changes and self.changes is not None:
+                text, status, error = self.changes.run(spec, arguments, run, interrupted, trace)
             else:
                 text, status, error = self._norfab(spec, arguments, run, interrupted, trace)
         except ToolError as refused:
@@ -137,6 +140,7 @@ class ToolRunner:
             truncated=truncated,
             error=error,
             delegated=trace.delegated.record() if trace.delegated else None,
+            change=trace.change,
         )
         run.record_tool_call(summary)
         run.event(
@@ -158,35 +162,34 @@ class ToolRunner:
         trace: CallTrace,
     ) -> Tuple[str, str, Optional[str]]:
         kwargs = self.prepare(spec, arguments)
-        timeout = self._timeout(spec, run)
-        trace.approved_by = self._approve(spec, arguments, run)
+        timeout = self.call_timeout(spec, run)
+        trace.approved_by = self.approve(spec, arguments, run)
         target = spec.target
         run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
-        reply = self._dispatch(spec, kwargs, timeout, run, interrupted, trace)
+        reply = self.dispatch(spec, kwargs, timeout, run, interrupted, trace)
         if target.service == "nornir":
             run.touched(devices_in(reply))
-        kept = self._keep(spec, run, trace, capture.pieces(target.service, target.task, reply, self.secrets()))
-        return self.render(spec, trace.job_uuid, reply, arguments, run.started, [a.artifact_id for a in kept])
+        kept = [a.artifact_id for a in trace.artifacts]
+        return self.render(spec, trace.job_uuid, reply, arguments, run.started, kept)
 
-    def _keep(self, spec: Any, run: Any, trace: CallTrace, pieces: List[capture.Piece]) -> List[Any]:
-        """Keep the call's results as evidence, listed on the run; nothing when the worker keeps none."""
+    def keep(self, spec: Any, run: Any, trace: CallTrace, pieces: List[capture.Piece]) -> List[Any]:
+        """Keep what a call received as evidence, listed on the run; nothing when the worker keeps none."""
         if self.evidence is None or not pieces:
             return []
-        service, task, _ = spec.where()
-        kept = self.evidence.keep_run(run, spec.name, f"{service}.{task}", trace.job_uuid, pieces, trace.approved_by)
+        task = f"{spec.target.service}.{spec.target.task}" if hasattr(spec, "target") else "hermes.invoke"
+        kept = self.evidence.keep_run(run, spec.name, task, trace.job_uuid, pieces, trace.approved_by)
         run.artifacts.extend(kept)
         return kept
 
     # ------------------------------------------------------------- arguments
 
-    def prepare(self, spec: ToolSpec, arguments: Dict[str, Any]) -> Dict[str, Any]:
-        """Validate the model's arguments and build the task kwargs."""
+    def validate(self, spec: Any, arguments: Dict[str, Any], fixed_names: Set[str]) -> None:
+        """The model's arguments against the tool: available, an object, nothing fixed or guarded, the schema."""
         if spec.error:
             raise ToolError(f"tool {spec.name} is unavailable: {spec.error}")
         if not isinstance(arguments, dict):
             raise ToolError("arguments must be a JSON object")
-        target = spec.target
-        fixed = sorted(set(arguments) & (set(target.kwargs) | {"workers"}))
+        fixed = sorted(set(arguments) & fixed_names)
         if fixed:
             raise ToolError(
                 f"argument(s) {', '.join(fixed)} are fixed by the tool definition and cannot be set; call again without them"
@@ -210,6 +213,11 @@ class ToolRunner:
             raise ToolError(
                 f"invalid arguments ({path}): {error.message}; call again with arguments matching the schema"
             ) from None
+
+    def prepare(self, spec: ToolSpec, arguments: Dict[str, Any]) -> Dict[str, Any]:
+        """Validate the model's arguments and build the task kwargs."""
+        target = spec.target
+        self.validate(spec, arguments, set(target.kwargs) | {"workers"})
         definition = spec.definition
         spliced = {k: arguments[k] for k in target.job_data if k in arguments}
         try:
@@ -229,25 +237,32 @@ class ToolRunner:
             kwargs["job_data"] = {**spliced, **(fixed_data or {})}
         return kwargs
 
-    def _timeout(self, spec: ToolSpec, run: Any) -> float:
+    def call_timeout(self, spec: Any, run: Any) -> float:
         timeout = min(spec.target.timeout, run.remaining() - MIN_CALL_SECONDS)
         if timeout < MIN_CALL_SECONDS:
             raise ToolError("the run's time budget is spent; no time left for another tool call")
         return timeout
 
-    def _approve(self, spec: ToolSpec, arguments: Dict[str, Any], run: Any) -> Optional[str]:
+    def approve(
+        self, spec: Any, arguments: Dict[str, Any], run: Any, change: Optional[ChangeAsk] = None
+    ) -> Optional[str]:
         """A live caller answers inline; a run nobody is attached to waits in the inbox, or is refused.
-        Returns who approved the call (None for a call that needs no approval)."""
-        if not spec.definition.approval:
+
+        A change is shown with its devices, preview and digest, and is
+        always asked; another tool only when its definition sets approval.
+        Returns who approved the call (None for a call that needs no approval).
+        """
+        if change is None and not spec.definition.approval:
             return None
         if self.ask is None and self.inbox is None:
             raise ToolError("this tool needs the operator's approval, and nobody can be asked in this run")
-        target = f"{spec.target.service}.{spec.target.task} on {spec.target.workers}"
+        service, task, workers = spec.where()
+        target = f"{service}.{task} on {workers}"
         approvers = spec.definition.approvers if spec.definition.approvers is not None else run.approvers
         # a caller who is not among the approvers answers nothing inline: the call waits in the inbox
         inline = run.interactive and (not approvers or run.client in approvers)
         if not inline and run.approval_timeout > 0 and self.inbox is not None:
-            approval = self.inbox.request(run, spec.name, target, arguments, approvers)
+            approval = self.inbox.request(run, spec.name, target, arguments, approvers, change)
             note = f" ({approval.note})" if approval.note else ""
             if approval.state == "approved":
                 return approval.decided_by or "an operator"
@@ -261,37 +276,44 @@ class ToolRunner:
                 f"this tool needs the approval of {', '.join(approvers)}; the run's caller is not one of them "
                 "and the agent sets no approval_timeout to wait for them; the call was not made"
             )
+        what = change.what if change else "run tool"
         question = (
-            f"Agent '{spec.agent}' wants to run tool {spec.name} ({spec.target.service}.{spec.target.task}) "
+            f"Agent '{spec.agent}' wants to {what} {spec.name} ({service}.{task}) "
             f"with {json.dumps(arguments, sort_keys=True)}. Allow?"
         )
+        metadata = {"approval": {"tool": spec.name, "arguments": arguments}}
+        if change:
+            question = f"{change.shown()}\n{question}"
+            metadata["approval"].update(digest=change.digest, devices=change.devices, preview=change.preview)
         try:
-            allowed = self.ask(run.session_key, question, False)
+            allowed = self.ask(run.session_key, question, False, metadata)
         except PermissionError as reason:
             raise ToolError(f"this tool needs the operator's approval: {reason}; the call was not made") from None
         approved = allowed is True or str(allowed).lower() in ("y", "yes", "true")
         if self.inbox is not None:
-            self.inbox.answered(run, spec.name, target, arguments, approved, approvers)
+            self.inbox.answered(run, spec.name, target, arguments, approved, approvers, change)
         if not approved:
             raise ToolError("the operator declined this call; it was not made")
-        return "the run's operator"
+        return run.client or "the run's operator"
 
     # -------------------------------------------------------------- dispatch
 
-    def _semaphore(self, spec: ToolSpec) -> threading.BoundedSemaphore:
+    def _semaphore(self, spec: Any) -> threading.BoundedSemaphore:
         key = f"{spec.target.service}/{json.dumps(spec.target.workers)}"
         with self._lock:
             return self._targets.setdefault(key, threading.BoundedSemaphore(self.per_target))
 
-    def _dispatch(
+    def dispatch(
         self,
-        spec: ToolSpec,
+        spec: Any,
         kwargs: Dict[str, Any],
         timeout: float,
         run: Any,
         interrupted: Callable[[], bool],
         trace: CallTrace,
+        uuid: Optional[str] = None,
     ) -> Any:
+        """Submit the job (with ``uuid`` when the caller recorded it first) and follow it to its reply."""
         target = spec.target
         deadline = time.time() + timeout
         # concurrent jobs to one nornir worker can come back empty; queue them
@@ -307,6 +329,7 @@ class ToolRunner:
             future = self.client.submit_job(
                 target.service,
                 target.task,
+                uuid=uuid,
                 kwargs=kwargs,
                 workers=target.workers,
                 timeout=child_job_timeout(deadline - time.time()),
@@ -321,7 +344,9 @@ class ToolRunner:
                         run.event(f"tool {spec.name}: {message}", resource=event.get("resource") or [])
                 if interrupted():
                     raise ToolError(f"the run was interrupted while job {future.uuid} was running")
-            return future.result(timeout=0.5)
+            reply = future.result(timeout=0.5)
+            trace.artifacts += self.keep(spec, run, trace, capture.pieces(target.service, target.task, reply, self.secrets()))
+            return reply
         finally:
             semaphore.release()
             if trace.job_uuid:

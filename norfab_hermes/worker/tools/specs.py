@@ -9,20 +9,33 @@ fixed, injected and guarded arguments, closed to extras. A
 another agent on one hermes worker (run by ``delegation``); a
 :class:`RecordsSpec` reads this worker's own records (``records``). :class:`ToolBox`
 holds every agent's specs and retries the ones whose service did not answer.
+A :class:`WorkflowSpec` is one of the agent's workflow tools: a reviewed
+workflow file, read and checked when the specs load (run by ``workflow``).
 
 Nothing here imports Hermes; the plugin registers the specs with Hermes'
 tool registry.
 """
 
+import hashlib
 import json
 import textwrap
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ...models import AgentDefinition, DelegateDefinition, RecordsDefinition, ToolDefinition
+import yaml
+
+from ...models import (
+    AgentDefinition,
+    ChangeRecord,
+    DelegateDefinition,
+    RecordsDefinition,
+    ToolDefinition,
+    WorkflowDefinition,
+)
 from ...safety import commands, guards
+from ...safety.workflows import Step, check_workflow
 
 LIST_TASKS_TIMEOUT = 15
 # arguments NorFab injects into every task; never the model's to set
@@ -42,6 +55,29 @@ class CallTrace:
     job_uuid: Optional[str] = None  # the child NorFab job
     delegated: Optional[Any] = None  # a delegate's asked run (``delegation.Child``)
     approved_by: Optional[str] = None  # who approved an approval-gated call
+    artifacts: List[Any] = field(default_factory=list)  # what the call received, kept as evidence
+    change: Optional[ChangeRecord] = None  # a change's preview, digest, verification and rollback
+
+
+@dataclass
+class ChangeAsk:
+    """What an operator is shown to approve a change: its devices, digest and preview per device."""
+
+    devices: List[str]
+    digest: str
+    preview: Dict[str, str]
+    what: str = "run tool"  # what the agent wants to do with the tool
+    header: str = ""  # e.g. the workflow file and its sha256
+
+    def shown(self) -> str:
+        """The lines above the question. Device text is indented and marked, so it cannot pass for the question."""
+        lines = [f"Change {self.digest} on {', '.join(self.devices) or 'no named device'}{self.header}."]
+        if self.preview:
+            lines.append("Preview, per device:")
+            for device, text in self.preview.items():
+                lines.append(f"  {device}:")
+                lines += [f"  | {line}" for line in text.splitlines() or [""]]
+        return "\n".join(lines)
 
 
 class ToolSpec:
@@ -54,11 +90,13 @@ class ToolSpec:
         self.target = definition.norfab
         self.description = definition.description or ""
         self.parameters: Dict[str, Any] = closed(definition.input_schema) if definition.input_schema else {}
-        # commands the model may send to a device; read-only forms unless the definition says
-        patterns = definition.allow_commands
-        self.allowed_commands = commands.compile_commands(patterns or list(commands.READ_ONLY_COMMANDS))
-        self.commands_text = f"commands matching {'; '.join(patterns)}" if patterns else commands.READ_ONLY_SUMMARY
+        self.allowed_commands, self.commands_text = allowed_commands(definition.allow_commands)
         self.error: Optional[str] = None
+
+    @property
+    def changes(self) -> bool:
+        """Calls change devices: they run inside the change envelope."""
+        return self.definition.approval
 
     @property
     def schema(self) -> Dict[str, Any]:
@@ -198,6 +236,91 @@ class RecordsSpec:
         return {**self.definition.model_dump(), "kind": "records", "parameters": self.parameters, "error": self.error}
 
 
+@dataclass(frozen=True)
+class JobTarget:
+    """Where a job goes that is no NorFab tool's own target: a workflow (the workflow service is never
+    a plain tool's target), or the dry run of one of its steps."""
+
+    service: str
+    task: str
+    workers: Union[str, List[str]]
+    timeout: float
+
+
+class WorkflowSpec:
+    """One agent's workflow tool: a reviewed workflow file, its variables, and the steps it was read with."""
+
+    changes = True  # always approval-gated, always inside the change envelope
+
+    def __init__(self, agent: str, name: str, definition: WorkflowDefinition) -> None:
+        self.agent = agent
+        self.name = name
+        self.definition = definition
+        self.target = JobTarget("workflow", "run", definition.workers, definition.timeout)
+        self.parameters = closed(definition.input_schema)
+        self.allowed_commands, self.commands_text = allowed_commands(definition.allow_commands)
+        self.description = (definition.description or f"Run the reviewed workflow {definition.file}")[
+            :DESCRIPTION_CHARS
+        ]
+        self.steps: List[Step] = []  # as last read
+        self.error: Optional[str] = None
+
+    @property
+    def schema(self) -> Dict[str, Any]:
+        steps = ", ".join(f"{s.name} ({s.service}.{s.task})" for s in self.steps)
+        description = (
+            f"{self.description}\n\nRuns the reviewed workflow {self.definition.file} (steps: {steps or 'unread'}). "
+            "It changes devices: the operator approves every call."
+        )
+        if self.error:
+            description = f"UNAVAILABLE: {self.error}. {description}"
+        return {"description": description, "parameters": self.parameters}
+
+    def where(self) -> Tuple[str, str, Any]:
+        return self.target.service, self.target.task, self.target.workers
+
+    def read(self, client: Any) -> Tuple[Dict[str, Any], str, List[Step]]:
+        """The file as NorFab serves it now, its sha256 and its checked steps; ValueError says what is wrong."""
+        url = self.definition.file
+        try:
+            fetched = client.fetch_file(url, read=True)
+        except Exception as error:  # a broken file service must not break the worker
+            raise ValueError(f"could not fetch {url}: {error!r}") from None
+        if not fetched or str(fetched.get("status")) != "200" or fetched.get("content") is None:
+            raise ValueError(f"could not fetch {url}: {(fetched or {}).get('error') or 'no file service answered'}")
+        text = fetched["content"]
+        sha = hashlib.sha256(text.encode()).hexdigest()
+        if self.definition.sha256 and sha != self.definition.sha256:
+            raise ValueError(f"{url} is not the reviewed file: its sha256 is {sha}, the definition pins {self.definition.sha256}")
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise ValueError(f"{url} is not valid YAML: {error}") from None
+        variables = set(self.parameters.get("properties") or {})
+        try:
+            steps = check_workflow(data, variables, self.allowed_commands, self.commands_text)
+        except ValueError as error:
+            raise ValueError(f"{url}: {error}") from None
+        return data, sha, steps
+
+    def load(self, client: Any) -> None:
+        try:
+            _, _, self.steps = self.read(client)
+            self.error = None
+        except ValueError as error:
+            self.error = str(error)
+
+    def summary(self) -> Dict[str, Any]:
+        steps = [{"step": s.name, "service": s.service, "task": s.task, "workers": s.workers} for s in self.steps]
+        return {**self.definition.model_dump(), "kind": "workflow", "parameters": self.parameters, "steps": steps, "error": self.error}
+
+
+def allowed_commands(patterns: Optional[List[str]]) -> Tuple[List[Any], str]:
+    """The commands a tool may send to a device, and how to say so; read-only forms unless the definition says."""
+    compiled = commands.compile_commands(patterns or list(commands.READ_ONLY_COMMANDS))
+    return compiled, f"commands matching {'; '.join(patterns)}" if patterns else commands.READ_ONLY_SUMMARY
+
+
 def closed(schema: Dict[str, Any]) -> Dict[str, Any]:
     """An explicit schema, closed to extra arguments unless it opens itself explicitly."""
     return schema if "additionalProperties" in schema else {**schema, "additionalProperties": False}
@@ -234,11 +357,15 @@ def _strip_presence(value: Any) -> Any:
     return value
 
 
-def refresh(client: Any, specs: List[ToolSpec]) -> None:
-    services = {spec.target.service for spec in specs}
-    listed = {service: list_tasks(client, service) for service in services}
-    for spec in specs:
+def refresh(client: Any, specs: List[Any]) -> None:
+    """Resolve NorFab tools from their services' task lists (once per service); read workflow files."""
+    tools = [spec for spec in specs if isinstance(spec, ToolSpec)]
+    listed = {service: list_tasks(client, service) for service in {spec.target.service for spec in tools}}
+    for spec in tools:
         spec.resolve(*listed[spec.target.service])
+    for spec in specs:
+        if isinstance(spec, WorkflowSpec):
+            spec.load(client)
 
 
 def list_tasks(client: Any, service: str) -> Tuple[Optional[Dict[str, dict]], Optional[str]]:
@@ -271,12 +398,11 @@ class ToolBox:
                 **{name: ToolSpec(agent, name, d) for name, d in a.tools.items()},
                 **{name: DelegateSpec(agent, name, d, a.max_delegation_depth) for name, d in a.delegates.items()},
                 **{name: RecordsSpec(agent, name, d) for name, d in a.records.items()},
+                **{name: WorkflowSpec(agent, name, d) for name, d in a.workflows.items()},
             }
             for agent, a in agents.items()
         }
-        refresh(
-            self.client, [spec for tools in specs.values() for spec in tools.values() if isinstance(spec, ToolSpec)]
-        )
+        refresh(self.client, [spec for tools in specs.values() for spec in tools.values()])
         self.specs.update(specs)
 
     def get(self, agent: str, name: str) -> Optional[ToolSpec]:
@@ -297,7 +423,7 @@ class ToolBox:
             spec
             for tools in self.specs.values()
             for spec in tools.values()
-            if isinstance(spec, ToolSpec) and spec.error
+            if isinstance(spec, (ToolSpec, WorkflowSpec)) and spec.error
         ]
         if not broken:
             return False

@@ -6,7 +6,7 @@ routes than the maximum-prefix limit of 1000 at 07:55, as it did on Nov 2
 (INC-0990). ``clear ip bgp 10.250.0.2`` brings the session back with 212
 prefixes (the partner has withdrawn the leak).
 
-A FakeNOS device model in Python (loaded by lab_workers.fakenos); Core1 keeps
+A FakeNOS device model in Python (loaded by norfab_hermes.testing.fakenos); Core1 keeps
 whether the session was cleared. ``lab reset`` puts it back to the start of
 the story (the eval harness runs it before every run; no agent tool sends it).
 """

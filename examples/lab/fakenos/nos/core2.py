@@ -6,7 +6,7 @@ five minutes of device time later, with more CRC errors, another flap and a
 little less receive light. Its link to dist1 (GigabitEthernet0/2) is down:
 dist1 shut its end on Nov 29.
 
-A FakeNOS device model in Python (loaded by lab_workers.fakenos): the
+A FakeNOS device model in Python (loaded by norfab_hermes.testing.fakenos): the
 outputs that change are methods of Core2, which keeps the device's state.
 ``lab reset`` puts it back to the start of the story (the eval harness runs
 it before every run; no agent tool sends it).

@@ -1,9 +1,9 @@
 """
-The lab's FakeNOS worker: NorFab's own, plus device models written in Python.
+A FakeNOS worker for labs and tests: NorFab's own, plus device models written in Python.
 
 NorFab's FakeNOS worker loads device models (``nos_plugins``) as YAML: every
-command has one fixed output. Some lab stories need devices whose output
-changes between polls (counters that grow, a link that flaps, a peering that
+command has one fixed output. Some lab stories and tests need devices whose
+output changes between polls (counters that grow, a link that flaps, a peering that
 recovers after it is cleared). FakeNOS itself runs Python device models; this
 worker hands it the fetched ``.py`` file instead of parsing it as YAML.
 Everything else is NorFab's FakeNOS worker unchanged.

@@ -1,0 +1,355 @@
+"""
+A change call: an approval-gated tool or a workflow tool, inside the change envelope.
+
+The call goes through these steps; any of them refuses it, with the reason:
+
+1. Build: the arguments pass the tool's guards (a workflow's file is read
+   and every step checked) and the call names its devices exactly.
+2. Admission: no device has a change of unknown outcome, the agent's
+   breaker is closed, its windows (and the tool's) are open, and the run and
+   the agent have changes left.
+3. Locks: every named device, waiting at most ``changes.lock_wait``.
+4. Preview (dry run or a read-only tool) and the digest of tool, task
+   arguments, targets and preview.
+5. Approval, showing the devices, the preview and the digest.
+6. The approved change is the executed change: the call is built and
+   previewed again, and its digest must be the approved one; admission is
+   checked again (a window may have closed meanwhile).
+7. Before: the verify tool reads the devices.
+8. Send: a marker names the job before it goes out and goes once its reply
+   is read; a job whose reply never came has an unknown outcome.
+9. Verify; a failed check counts against the agent's breaker and, when the
+   agent's policy allows, the declared rollback runs (approval-gated unless
+   it says otherwise); then the devices must show what they showed before.
+10. The locks are released, whatever happened.
+"""
+
+import json
+import uuid as uuids
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ...models import ChangePolicy, ChangeRecord, OutcomeUnknown, RollbackRecord, WorkflowDefinition
+from ...safety import commands, guards
+from ...safety.changes import EXACT_FILTERS, change_devices, change_digest, substitute
+from ..changes.control import ChangeControl
+from ..changes.locks import Holder
+from ..changes.outcomes import CRASHED
+from ..changes.store import now_iso
+from . import workflow
+from .checks import ChangeCall, Checks
+from .runner import devices_in
+from .specs import CallTrace, ChangeAsk, ToolError, WorkflowSpec
+
+MIN_WAIT = 1.0  # seconds of the run's budget a change keeps back while it waits for a lock
+
+
+@dataclass
+class Built:
+    """A change as a call builds it: the task arguments that would be sent and the devices they name."""
+
+    kwargs: Dict[str, Any]  # a workflow's: {"workflow": the workflow itself}
+    devices: List[str]
+    sha256: Optional[str] = None  # a workflow file's
+
+
+class ChangeRunner:
+    """Runs the change calls of one worker's agents."""
+
+    def __init__(
+        self,
+        runner: Any,
+        control: ChangeControl,
+        lookup: Callable[[str, str], Any],
+        policy_of: Callable[[str], ChangePolicy],
+        worker_name: str,
+    ) -> None:
+        self.runner = runner
+        self.control = control
+        self.checks = Checks(runner, lookup)
+        self.policy_of = policy_of
+        self.worker_name = worker_name
+
+    def run(
+        self, spec: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool], trace: CallTrace
+    ) -> Tuple[str, str, Optional[str]]:
+        """Make one change; the text the model reads, the call's status and error."""
+        call = ChangeCall(spec, arguments, run, interrupted)
+        policy = self.policy_of(spec.agent)
+        built = self.build(call)
+        self.admit(call, policy, built)
+        holder = Holder(run.run_id, spec.agent, spec.name)
+        try:
+            locked = self.control.locks.acquire(built.devices, holder, self._lock_wait(policy, run), call.stopped)
+            if locked:
+                raise ToolError(f"{locked}; the call was not made")
+            preview = self.checks.preview(call, built.kwargs)
+            digest = self.digest(call, built, preview)
+            trace.change = ChangeRecord(devices=built.devices, digest=digest, preview=preview, outcome="refused")
+            ask = ChangeAsk(built.devices, digest, preview, header=header(built))
+            trace.approved_by = self.runner.approve(spec, arguments, run, ask)
+            built = self.confirm(call, policy, digest, preview)
+            before = self._before(call)
+            run.event(f"tool {spec.name} changing {', '.join(built.devices) or 'no named device'}: change {digest}")
+            try:
+                reply = self.send(call, spec, built, trace)
+            except ToolError:
+                if trace.job_uuid:
+                    trace.change = trace.change.model_copy(update={"outcome": "outcome_unknown"})
+                raise
+            text, status, error = self.render(call, spec, trace.job_uuid, built, reply)
+            trace.change = self.after(call, policy, built, before, trace.change, status)
+            return self.report(text, status, error, trace.change)
+        finally:
+            if trace.job_uuid is None:  # never sent: the run keeps its change
+                run.budget.release_change()
+            self.control.locks.release(holder)
+
+    # ------------------------------------------------------------- building
+
+    def build(self, call: ChangeCall) -> Built:
+        spec, arguments = call.spec, call.arguments
+        if isinstance(spec, WorkflowSpec):
+            self.runner.validate(spec, arguments, {"workers"})
+            flow, sha, devices = workflow.build(spec, self.runner.client, arguments, spec.target.timeout)
+            return Built({"workflow": flow}, devices, sha)
+        kwargs = self.runner.prepare(spec, arguments)
+        try:
+            devices = change_devices(kwargs)
+        except ValueError as error:
+            raise ToolError(f"{error}; the call was not made") from None
+        if spec.target.service == "nornir" and not devices:
+            raise ToolError(f"a change names its devices ({' or '.join(EXACT_FILTERS)}); the call was not made")
+        return Built(kwargs, devices)
+
+    @staticmethod
+    def digest(call: ChangeCall, built: Built, preview: Dict[str, str]) -> str:
+        spec = call.spec
+        change = {"agent": spec.agent, "tool": spec.name, "target": list(spec.where()), "kwargs": built.kwargs}
+        return change_digest({**change, "devices": built.devices, "preview": preview})
+
+    # ------------------------------------------------------------ admission
+
+    def admit(self, call: ChangeCall, policy: ChangePolicy, built: Built) -> None:
+        """Refuse a change the envelope does not allow now; else hold one of the run's changes."""
+        refusal = self._closed(call, policy, built) or call.run.budget.reserve_change()
+        if refusal:
+            raise ToolError(f"{refusal}; the call was not made")
+
+    def _closed(self, call: ChangeCall, policy: ChangePolicy, built: Built) -> Optional[str]:
+        spec = call.spec
+        return self.control.refusal(spec.agent, policy, spec.name, spec.definition.windows, built.devices)
+
+    @staticmethod
+    def _lock_wait(policy: ChangePolicy, run: Any) -> float:
+        return max(0.0, min(policy.lock_wait, run.remaining() - MIN_WAIT))
+
+    def confirm(self, call: ChangeCall, policy: ChangePolicy, digest: str, preview: Dict[str, str]) -> Built:
+        """The change as it would run now: refused unless it is the change that was approved."""
+        again = self.build(call)
+        shown = self.checks.preview(call, again.kwargs)
+        now = self.digest(call, again, shown)
+        if now != digest:
+            changed = "the preview (the devices changed since)" if shown != preview else "the task arguments or file"
+            message = (
+                f"the change is not the one approved ({digest}): {changed} differ, now {now}; the call was not made"
+            )
+            call.run.warnings.append(message)
+            call.run.event(f"tool {call.spec.name} refused: {message}", severity="WARNING")
+            raise ToolError(message)
+        refusal = self._closed(call, policy, again)
+        if refusal:
+            raise ToolError(f"{refusal}; the call was not made")
+        return again
+
+    def _before(self, call: ChangeCall) -> Dict[str, str]:
+        """What the verify tool reads before the change: a rollback must bring the devices back to it."""
+        check = call.spec.definition.verify
+        if check is None:
+            return {}
+        try:
+            before, _ = self.checks.read(call, check)
+        except ToolError as error:
+            raise ToolError(
+                f"the change could not be checked before it is made: {error}; the call was not made"
+            ) from None
+        return before
+
+    # -------------------------------------------------------------- sending
+
+    def send(self, call: ChangeCall, target: Any, built: Built, trace: CallTrace) -> Any:
+        """Send a change job (of ``target``: the tool, or its rollback) with a marker around it; a job whose
+        reply is not read has an unknown outcome."""
+        run, job = call.run, uuids.uuid4().hex
+        service, task, workers = target.target.service, target.target.task, target.target.workers
+        devices = built.devices
+        change = OutcomeUnknown(
+            outcome_id=job,
+            job_uuid=job,
+            run_id=run.run_id,
+            agent=run.agent,
+            worker=self.worker_name,
+            session_id=run.session_id,
+            tool=target.name,
+            target=f"{service}.{task} on {workers}",
+            devices=devices,
+            started=now_iso(),
+            reason=CRASHED,
+        )
+        self.control.outcomes.begin(change)
+        run.event(f"tool {target.name} calling {service}.{task}", resource=[target.name])
+        timeout = self.runner.call_timeout(target, run)
+        try:
+            reply = self.runner.dispatch(target, built.kwargs, timeout, run, call.interrupted, trace, job)
+            if not reply:
+                raise ToolError(f"job {job} for {service}.{task} got no reply in time")
+        except ToolError as error:
+            if trace.job_uuid is None:
+                self.control.outcomes.end(job)
+                raise
+            self.control.limits.count(run.agent)
+            self.control.outcomes.unknown(change.model_copy(update={"reason": f"the tool stopped waiting: {error}"}))
+            message = (
+                f"the outcome of change job {job} on {', '.join(devices)} is unknown ({error}); "
+                "an operator must check and acknowledge it"
+            )
+            run.warnings.append(message)
+            run.event(f"tool {target.name}: {message}", severity="WARNING")
+            raise ToolError(message) from None
+        self.control.outcomes.end(job)
+        self.control.limits.count(run.agent)
+        return reply
+
+    def render(
+        self, call: ChangeCall, target: Any, uuid: Optional[str], built: Built, reply: Any
+    ) -> Tuple[str, str, Optional[str]]:
+        """A change's reply as the model reads it; the devices it reached count against the run."""
+        if isinstance(target, WorkflowSpec):
+            text, status, error, steps = workflow.render(target, uuid, reply, built.sha256, self.runner.secrets())
+            call.run.touched({host for _, workers in steps for host in devices_in(workers)})
+            return text, status, error
+        if target.target.service == "nornir":
+            call.run.touched(devices_in(reply))
+        return self.runner.render(target, uuid, reply, call.arguments, call.run.started)
+
+    # ------------------------------------------------------ after the change
+
+    def after(
+        self,
+        call: ChangeCall,
+        policy: ChangePolicy,
+        built: Built,
+        before: Dict[str, str],
+        record: ChangeRecord,
+        status: str,
+    ) -> ChangeRecord:
+        """Verify the change; roll it back when the check fails and the policy allows."""
+        spec, run = call.spec, call.run
+        if spec.definition.verify is None:
+            return record.model_copy(update={"outcome": "unverified" if status == "completed" else "failed"})
+        check = self.checks.verify(call, built.devices)
+        opened = self.control.breakers.record(spec.agent, check.passed, policy.breaker_after)
+        if opened:
+            run.warnings.append(opened)
+            run.event(f"tool {spec.name}: {opened}", severity="WARNING")
+        if check.passed:
+            outcome = "verified" if status == "completed" else "failed"
+            return record.model_copy(update={"outcome": outcome, "verify": check})
+        run.event(f"tool {spec.name}: verification failed: {'; '.join(check.problems)}", severity="WARNING")
+        rollback = self.rollback(call, policy, built, before, record.digest)
+        outcome = "verify_failed"
+        if rollback and rollback.state == "done" and rollback.check and rollback.check.passed:
+            outcome = "rolled_back"
+        elif rollback and rollback.state in ("done", "failed"):
+            outcome = "rollback_failed"
+        return record.model_copy(update={"outcome": outcome, "verify": check, "rollback": rollback})
+
+    def rollback(
+        self, call: ChangeCall, policy: ChangePolicy, built: Built, before: Dict[str, str], digest: str
+    ) -> Optional[RollbackRecord]:
+        spec, run = call.spec, call.run
+        definition = spec.definition.rollback
+        if definition is None:
+            return None
+        if not policy.rollback:
+            return RollbackRecord(state="not_allowed", error="the agent's changes.rollback is off")
+        trace = CallTrace()
+        try:
+            target, undo, shown = self._rollback_call(call, built)
+        except ToolError as error:
+            return RollbackRecord(state="failed", error=str(error))
+        if definition.approval:
+            ask = ChangeAsk(undo.devices, digest, shown, "roll back the change of tool", " (its verification failed)")
+            try:
+                self.runner.approve(spec, call.arguments, run, ask)
+            except ToolError as error:
+                return RollbackRecord(state="declined", error=str(error))
+        run.event(f"tool {spec.name} rolling back change {digest} on {', '.join(undo.devices)}", severity="WARNING")
+        try:
+            reply = self.send(call, target, undo, trace)
+            _, status, error = self.render(call, target, trace.job_uuid, undo, reply)
+        except ToolError as failed:
+            return RollbackRecord(state="failed", job_uuid=trace.job_uuid, error=str(failed))
+        check = self.checks.verify(call, built.devices, before=before)
+        state = "done" if status == "completed" else "failed"
+        return RollbackRecord(state=state, job_uuid=trace.job_uuid, error=error, check=check)
+
+    def _rollback_call(self, call: ChangeCall, built: Built) -> Tuple[Any, Built, Dict[str, str]]:
+        """Where the rollback goes, what it sends, and what the operator is shown per device."""
+        spec, arguments = call.spec, call.arguments
+        definition = spec.definition
+        if definition.rollback.workflow:
+            url = definition.rollback.workflow
+            undo = WorkflowSpec(
+                spec.agent,
+                spec.name,
+                WorkflowDefinition(
+                    file=url,
+                    input_schema={"type": "object", "properties": {name: {} for name in arguments}},
+                    workers=spec.target.workers if isinstance(spec, WorkflowSpec) else "any",
+                    timeout=spec.target.timeout,
+                    allow_commands=definition.allow_commands,
+                ),
+            )
+            flow, sha, devices = workflow.build(undo, self.runner.client, arguments, spec.target.timeout)
+            shown = {device: f"workflow {url} (sha256 {sha})" for device in devices}
+            return undo, Built({"workflow": flow}, devices, sha), shown
+        name = rollback_argument(spec)
+        try:
+            guards.check_values(arguments)
+            commands.check_spliced({k: v for k, v in arguments.items() if isinstance(v, str)})
+            lines = substitute(definition.rollback.commands, arguments)
+        except (ValueError, KeyError) as error:
+            raise ToolError(f"the rollback commands cannot be filled in: {error}") from None
+        kwargs = {k: v for k, v in spec.target.kwargs.items() if k not in (name, "job_data")}
+        kwargs.update({k: built.kwargs[k] for k in EXACT_FILTERS if k in built.kwargs})
+        kwargs[name] = lines
+        return spec, Built(kwargs, built.devices), {device: "\n".join(lines) for device in built.devices}
+
+    @staticmethod
+    def report(text: str, status: str, error: Optional[str], record: ChangeRecord) -> Tuple[str, str, Optional[str]]:
+        """The model's view: the task's result, with what was changed, verified and rolled back."""
+        payload = json.loads(text)
+        payload["change"] = record.model_dump()
+        if record.verify and not record.verify.passed:
+            rolled = record.rollback
+            after = f"; rollback {rolled.state}" + (f": {rolled.error}" if rolled.error else "") if rolled else ""
+            error = f"verification failed: {'; '.join(record.verify.problems)}{after}"
+            payload.update(ok=False, error=error)
+            status = "failed"
+        return json.dumps(payload, default=str), status, error
+
+
+def header(built: Built) -> str:
+    """What the operator reads of a workflow above its preview: the file's digest and the steps it runs."""
+    if not built.sha256:
+        return ""
+    flow = built.kwargs["workflow"]
+    steps = [f"{name} {step['service']}.{step['task']}" for name, step in flow.items() if isinstance(step, dict)]
+    return f" by workflow {flow.get('name')} (sha256 {built.sha256[:16]}; steps: {', '.join(steps)})"
+
+
+def rollback_argument(spec: Any) -> str:
+    """The argument the change tool sends its commands with: rollback commands go there."""
+    names = commands.command_arguments(set(spec.target.kwargs) | set((spec.parameters or {}).get("properties") or {}))
+    return names[0] if names else ("config" if spec.target.task == "cfg" else "commands")
