@@ -20,8 +20,10 @@ RUN := $(UV) run --frozen --no-sync
 
 env: .venv/.synced
 
+# two test processes (NorFab labs mostly wait on I/O); a module stays on one process, so its
+# lab starts once and the shipped lab's fixed ports are never used twice at a time
 test: env
-	$(RUN) pytest -q
+	$(RUN) pytest -q -n 2 --dist loadfile
 
 # the pure logic alone, with fakes: no NorFab, no Hermes, seconds (they also run in make test)
 test-unit: env
