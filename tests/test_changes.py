@@ -7,6 +7,7 @@ workers' job stores.
 """
 
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -108,6 +109,7 @@ AGENTS = {
     "fixer": agent({"port_state": PORT_STATE, "enable_port": ENABLE_PORT}, approval_timeout=60),
     "impatient": agent({"port_state": PORT_STATE, "enable_port": ENABLE_PORT}, changes={"lock_wait": 1}),
     "fragile": agent({"port_state": PORT_STATE, "enable_port": ENABLE_PORT}, changes={"breaker_after": 2}),
+    "guarded": agent({"port_state": PORT_STATE, "enable_port": ENABLE_PORT}, approvers=[LEAD]),
     "nightly": agent({"port_state": PORT_STATE, "enable_port": ENABLE_PORT}, changes={"windows": [tomorrow_window()]}),
     "loose": agent(
         {
@@ -332,6 +334,23 @@ def test_failed_verifications_open_the_breaker_until_an_operator_resets_it(lab):
     assert result["tool_calls"][0]["change"]["outcome"] == "verified"
 
 
+def test_only_an_agents_approvers_reset_its_breaker(lab):
+    nf, _ = lab
+    refused = run(nf.client, "reset_breaker", worker=WORKER, agent="guarded", note="mine")
+    assert (
+        refused["failed"]
+        and f"client '{nf.client.name}' may not reset the change breaker of agent 'guarded'" in (refused["errors"][0])
+    )
+    entries = run(nf.client, "get_audit", worker=WORKER, kind="approval.refused", agent="guarded")["result"]["entries"]
+    assert [(e["actor"], e["data"]["what"]) for e in entries] == [(nf.client.name, "reset the change breaker")]
+    lead = nf.make_client(name=LEAD)
+    try:  # past the approvers, the lead meets the breaker itself: closed, nothing to reset
+        reply = run(lead, "reset_breaker", worker=WORKER, agent="guarded")
+    finally:
+        lead.destroy()
+    assert reply["failed"] and "the breaker of agent 'guarded' is closed" in reply["errors"][0]
+
+
 def in_background(function, *args, **kwargs):
     """Run ``function`` on a thread; returns the thread and a dict that gets its result."""
     box = {}
@@ -482,7 +501,7 @@ def test_a_workflow_file_changed_after_approval_is_refused(lab):
     assert len(jobs(base, "workflow-worker-1")) == sent and not changes_to(base, "sw1")
 
 
-def test_only_a_workflow_s_approvers_decide_its_change_and_the_records_keep_what_was_approved(lab):
+def test_only_a_workflow_s_approvers_decide_its_change_and_the_records_keep_what_was_approved(lab, app):
     nf, base = lab
     sent = len(jobs(base, "workflow-worker-1"))
     started = run(
@@ -498,6 +517,8 @@ def test_only_a_workflow_s_approvers_decide_its_change_and_the_records_keep_what
         time.sleep(0.3)
     [approval] = pending
     assert (approval["approvers"], approval["devices"]) == ([LEAD], ["sw7"])
+    inbox = nfcli(app, "hermes approvals")  # the operator sees who decides it
+    assert re.search(rf"│ {approval['approval_id']} │.*│ {LEAD}\s+│", inbox), inbox
     assert "interface GigabitEthernet0/2\nno shutdown" in approval["preview"]["sw7"]
 
     refused = run(nf.client, "approve", worker=WORKER, approval_id=approval["approval_id"])

@@ -5,7 +5,9 @@ restart the run, its session and the worker's status say outcome_unknown
 with the change's job UUID and device, and so do the run's record and the
 audit log (with the approved change); the change is never sent again, its
 device takes no other change until an operator acknowledges it, and the
-acknowledgement is in the audit log.
+acknowledgement is in the audit log. The agent lists approvers: only they
+approve its change and acknowledge it; another client's acknowledgement is
+refused and changes nothing.
 """
 
 import signal
@@ -20,12 +22,14 @@ from norfab_hermes.testing.embedded import kill_process_group, worker_process
 pytestmark = pytest.mark.hardening
 
 WORKER = "hermes-worker-1"
+LEAD = "change-lead"  # the NorFab client that alone approves and acknowledges fixer's changes
 AGENTS = {
     "fixer": {
         "instructions": "You change ports.",
         "toolsets": ["norfab"],
         "run_timeout": 120,
         "approval_timeout": 60,
+        "approvers": [LEAD],
         "tools": {"port_state": PORT_STATE, "enable_port": ENABLE_PORT},
     }
 }
@@ -58,10 +62,11 @@ def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tm
         ["sw1"], models={"sw1": switch("sw1")}, users={WORKER: hermes_worker(model.base_url, AGENTS)}
     )
     with norfab(tmp_path, workers, files, separate=(WORKER,)) as nf:
+        lead = nf.make_client(name=LEAD)
         with worker_process(nf, WORKER) as process:
             started = start_change(nf, "GigabitEthernet0/3")  # the switch takes 5 s over this port
             [approval] = until(lambda: run(nf.client, "get_approvals", worker=WORKER)["result"])
-            run(nf.client, "approve", worker=WORKER, approval_id=approval["approval_id"])
+            run(lead, "approve", worker=WORKER, approval_id=approval["approval_id"])
             [(job_uuid, _, _)] = until(lambda: changes_to(tmp_path, "sw1"))
             kill_process_group(process, signal.SIGKILL)
         marker = tmp_path / f"__norfab__/files/worker/{WORKER}/hermes/norfab_changes/in_flight/{job_uuid}.json"
@@ -119,13 +124,22 @@ def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tm
             assert len(jobs(tmp_path)) == sent
             assert device_log(nf, "sw1").count("2 no shutdown GigabitEthernet0/3") == 1
 
+            refused = run(nf.client, "acknowledge_outcome", worker=WORKER, outcome_id=unknown["outcome_id"])
+            assert (
+                refused["failed"]
+                and f"may not acknowledge the change of unknown outcome '{unknown['outcome_id']}'"
+                in (refused["errors"][0])
+            )
+            assert run(nf.client, "get_status", worker=WORKER)["result"]["changes"]["outcome_unknown"] == [unknown]
+            kinds = run(nf.client, "get_audit", worker=WORKER, kind="approval.refused")["result"]["entries"]
+            assert [(e["agent"], e["actor"]) for e in kinds] == [("fixer", nf.client.name)]
             acknowledged = run(
-                nf.client, "acknowledge_outcome", worker=WORKER, outcome_id=unknown["outcome_id"], note="port is up"
+                lead, "acknowledge_outcome", worker=WORKER, outcome_id=unknown["outcome_id"], note="port is up"
             )
             assert acknowledged["result"]["note"] == "port is up" and acknowledged["result"]["acknowledged"]
             entries = run(nf.client, "get_audit", worker=WORKER, kind="change.acknowledged")["result"]["entries"]
             assert [(e["run_id"], e["actor"], e["data"]["job_uuid"]) for e in entries] == [
-                (started["run_id"], nf.client.name, job_uuid)
+                (started["run_id"], LEAD, job_uuid)
             ]
             state = run(nf.client, "get_run", worker=WORKER, agent="fixer", run_id=started["run_id"])["result"]
             assert state["stop_reason"] == "outcome_unknown" and not state["outcome_unknown"], "the record keeps why"
@@ -133,4 +147,4 @@ def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tm
             start_change(nf, "GigabitEthernet0/1")
             [pending] = until(lambda: run(nf.client, "get_approvals", worker=WORKER)["result"])
             assert pending["devices"] == ["sw1"], "after the acknowledgement sw1 takes changes again"
-            run(nf.client, "deny", worker=WORKER, approval_id=pending["approval_id"])
+            run(lead, "deny", worker=WORKER, approval_id=pending["approval_id"])

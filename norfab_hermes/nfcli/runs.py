@@ -41,7 +41,7 @@ FOLLOW_POLL = 0.5  # seconds between get_run calls while following
 KEY_POLL = 0.1  # seconds between checks for a Ctrl+C key while following
 STATE_STYLES = {"running": "cyan", "queued": "cyan", "waiting_for_approval": "yellow"}
 APPROVAL_STYLES = {"pending": "yellow", "approved": "green"}  # denied and expired are red
-INBOX_COLUMNS = ["worker", "approval", "agent", "run", "tool", "target", "arguments", "expires"]
+INBOX_COLUMNS = ["worker", "approval", "agent", "run", "tool", "target", "arguments", "approvers", "expires"]
 INBOX_DROP = ["worker", "target", "run", "agent"]  # approve and deny need only the approval id
 RUN_APPROVAL_COLUMNS = ["approval", "tool", "target", "arguments", "state", "decided by", "note"]
 
@@ -64,7 +64,9 @@ class HermesApproveCommand(NoteOption):
 
     ACTION: ClassVar[str] = "approve"
     note: str = Field(
-        None, description="Why, kept in the run's record (a denial's note is told to the agent)", json_schema_extra={"presence": True}
+        None,
+        description="Why, kept in the run's record (a denial's note is told to the agent)",
+        json_schema_extra={"presence": True},
     )
 
     @classmethod
@@ -112,7 +114,11 @@ def start(
         hint(f"follow it: hermes run {data.agent} {data.run_id} workers {data.worker} follow"),
     ]
     if data.session_id:
-        parts.append(hint(f'continue the session: hermes invoke {data.agent} "..." session {data.session_id} workers {data.worker}'))
+        parts.append(
+            hint(
+                f'continue the session: hermes invoke {data.agent} "..." session {data.session_id} workers {data.worker}'
+            )
+        )
     return Group(*parts)
 
 
@@ -172,26 +178,38 @@ def follow_run(routes: Router, target: Target, data: RunStateData) -> Renderable
 def inbox(routes: Router, workers: Optional[str]) -> RenderableType:
     """``hermes approvals``: the pending approvals of every selected worker."""
     replies = routes.call("get_approvals", routes.select(workers))
+    pending = {
+        w: [ApprovalInfo.model_validate(item) for item in res["result"]]
+        for w, res in replies.items()
+        if not failed(res)
+    }
+    restricted = any(a.approvers for approvals in pending.values() for a in approvals)
+    columns = [c for c in INBOX_COLUMNS if restricted or c != "approvers"]  # a column only when some are restricted
     rows: List[List[Any]] = []
     for worker, res in sorted(replies.items()):
         problem = failed(res)
-        if problem:
-            rows.append([worker, "", "", "", "", "", Text.assemble(f"{worker}: ", problem), ""])  # worker may be dropped
+        if problem:  # in the arguments column: the worker column may be dropped
+            rows.append([Text.assemble(f"{worker}: ", problem) if c == "arguments" else "" for c in columns])
             continue
-        for a in (ApprovalInfo.model_validate(item) for item in res["result"]):
-            rows.append([worker, a.approval_id, a.agent, a.run_id, a.tool, a.target, arguments(a), expires(a.expires)])
-    inbox_table = table("approvals waiting for an operator", INBOX_COLUMNS, rows, drop=INBOX_DROP, text={"arguments": WRAP})
-    parts: List[RenderableType] = [inbox_table]
-    for worker, res in sorted(replies.items()):
-        if not failed(res):
-            parts.extend(previews(ApprovalInfo.model_validate(item) for item in res["result"]))
-    if any(row[1] for row in rows):
+        for a in pending[worker]:
+            cells = [worker, a.approval_id, a.agent, a.run_id, a.tool, a.target, arguments(a)]
+            cells += [", ".join(a.approvers) or "any client"] if restricted else []
+            rows.append(cells + [expires(a.expires)])
+    text = {"arguments": WRAP, "approvers": WRAP}
+    parts: List[RenderableType] = [
+        table("approvals waiting for an operator", columns, rows, drop=INBOX_DROP, text=text)
+    ]
+    for worker in sorted(pending):
+        parts.extend(previews(pending[worker]))
+    if any(pending.values()):
         parts.append(hint('decide one: hermes approve APPROVAL (note "WHY") or hermes deny APPROVAL (note "WHY")'))
         parts.append(hint("see its run: hermes run AGENT RUN workers WORKER"))
     return Group(*parts)
 
 
-def decide(routes: Router, action: str, approval_id: str, note: Optional[str], workers: Optional[str]) -> RenderableType:
+def decide(
+    routes: Router, action: str, approval_id: str, note: Optional[str], workers: Optional[str]
+) -> RenderableType:
     """``hermes approve|deny ID``: the answer of the worker that knows the id."""
     parts: List[RenderableType] = []
     for worker, res in sorted(routes.decide(action, approval_id, note, workers).items()):
@@ -217,7 +235,11 @@ def decide(routes: Router, action: str, approval_id: str, note: Optional[str], w
 
 def header(data: RunStateData) -> Text:
     state = data.state + (f": {data.stop_reason}" if data.stop_reason else "")
-    style = ("dim" if data.stop_reason == "completed" else "yellow") if data.state == "finished" else STATE_STYLES.get(data.state, "")
+    style = (
+        ("dim" if data.stop_reason == "completed" else "yellow")
+        if data.state == "finished"
+        else STATE_STYLES.get(data.state, "")
+    )
     return Text.assemble(
         (f"run {data.run_id} | agent {data.agent} | worker {data.worker} | ", "bold"),
         (state, style),
@@ -239,11 +261,21 @@ def waiting_line(a: ApprovalInfo) -> Text:
 
 def run_approvals(data: RunStateData) -> RenderableType:
     rows = [
-        [a.approval_id, a.tool, a.target, arguments(a), Text(a.state, style=APPROVAL_STYLES.get(a.state, "red")), a.decided_by, a.note]
+        [
+            a.approval_id,
+            a.tool,
+            a.target,
+            arguments(a),
+            Text(a.state, style=APPROVAL_STYLES.get(a.state, "red")),
+            a.decided_by,
+            a.note,
+        ]
         for a in data.approvals
     ]
     text = {"arguments": WRAP, "note": WRAP}
-    parts: List[RenderableType] = [table(f"approvals of run {data.run_id}", RUN_APPROVAL_COLUMNS, rows, drop=["decided by", "target"], text=text)]
+    parts: List[RenderableType] = [
+        table(f"approvals of run {data.run_id}", RUN_APPROVAL_COLUMNS, rows, drop=["decided by", "target"], text=text)
+    ]
     parts.extend(previews(a for a in data.approvals if a.state == "pending"))
     pending = [a.approval_id for a in data.approvals if a.state == "pending"]
     if pending:

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from ..errors import AgentUnavailable, InvalidRequest
+from ..errors import AgentUnavailable, InvalidRequest, NotAllowed
 from ..models import (
     AgentBudget,
     AgentDefinition,
@@ -318,13 +318,28 @@ class HermesHost:
     def change_status(self, agent: Optional[str] = None) -> ChangesStatus:
         return self.changes.status({name: self.change_policy(name) for name in self.catalog.agents}, agent)
 
+    def require_approver(self, agent: str, by: Optional[str], what: str) -> None:
+        """An agent with approvers lets only them undo its change safety (a breaker, an unknown outcome)."""
+        definition = self.catalog.agents.get(agent)
+        approvers = definition.approvers if definition else []
+        if approvers and by not in approvers:
+            self.note("approval.refused", agent=agent, actor=by, what=what)
+            raise NotAllowed(
+                f"client '{by}' may not {what} of agent '{agent}': only {', '.join(approvers)} may "
+                f"(approvers of agent '{agent}'); the attempt is recorded"
+            )
+
     def reset_breaker(self, agent: str, by: Optional[str], note: Optional[str]) -> BreakerState:
         self.catalog.require_known(agent)
+        self.require_approver(agent, by, "reset the change breaker")
         breaker = self.changes.reset_breaker(agent, self.change_policy(agent), by, note)
         self.note("change.breaker_reset", agent=agent, actor=by, note=note)
         return breaker
 
     def acknowledge(self, outcome_id: str, by: Optional[str], note: Optional[str]) -> OutcomeUnknown:
+        for pending in self.changes.outcomes.pending():
+            if pending.outcome_id == outcome_id:
+                self.require_approver(pending.agent, by, f"acknowledge the change of unknown outcome '{outcome_id}'")
         change = self.changes.acknowledge(outcome_id, by, note)
         log.warning(f"{self.worker_name} - Change job {change.job_uuid} acknowledged by {by}: {note or 'no note'}")
         details = {"outcome_id": outcome_id, "job_uuid": change.job_uuid, "devices": change.devices, "note": note}
@@ -345,7 +360,9 @@ class HermesHost:
         result = self.schedules.act(agent, action, schedule_id, definition, limit)
         if action not in ("list", "history"):
             changed = [{"schedule_id": s.schedule_id, "name": s.name, "schedule": s.schedule} for s in result.schedules]
-            self.note(f"schedule.{action}", agent=agent, actor=client, schedules=changed or [{"schedule_id": schedule_id}])
+            self.note(
+                f"schedule.{action}", agent=agent, actor=client, schedules=changed or [{"schedule_id": schedule_id}]
+            )
         return result
 
     def manage_agent(
@@ -366,7 +383,12 @@ class HermesHost:
     # -------------------------------------------------------------- records
 
     def note(
-        self, kind: str, agent: Optional[str] = None, run_id: Optional[str] = None, actor: Optional[str] = None, **data: Any
+        self,
+        kind: str,
+        agent: Optional[str] = None,
+        run_id: Optional[str] = None,
+        actor: Optional[str] = None,
+        **data: Any,
     ) -> None:
         """An audit entry; a records failure is logged, never the caller's failure."""
         try:
@@ -399,7 +421,9 @@ class HermesHost:
     ) -> MemoryResultData:
         self.catalog.require_known(agent)
         if agent not in self.catalog.agents:
-            raise AgentUnavailable(f"agent '{agent}' on worker '{self.worker_name}' is invalid: {self.catalog.errors.get(agent)}")
+            raise AgentUnavailable(
+                f"agent '{agent}' on worker '{self.worker_name}' is invalid: {self.catalog.errors.get(agent)}"
+            )
         result = self.memory.act(agent, self.catalog.agents[agent], action, target, entry)
         if action == "clear":
             self.note("memory.clear", agent=agent, actor=client, target=target, entry=entry, done=result.message)
