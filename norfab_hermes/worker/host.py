@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from ..errors import AgentUnavailable, InvalidRequest, NotAllowed
+from ..errors import AgentUnavailable, NotAllowed
 from ..models import (
     AgentBudget,
     AgentDefinition,
@@ -54,7 +54,7 @@ from .memory.store import AgentMemory
 from .records.store import Records
 from .runs import turn
 from .runs.approvals import ApprovalInbox
-from .runs.budget import DailyLimits, DailyUsage
+from .runs.budget import DailyUsage
 from .runs.pipeline import RunPipeline
 from .runs.recording import RunRecorder
 from .runs.registry import RunRegistry
@@ -397,22 +397,10 @@ class HermesHost:
             log.exception(f"{self.worker_name} - Could not write audit entry {kind}")
 
     def budgets(self, agent: Optional[str] = None) -> Dict[str, AgentBudget]:
-        """Today's spend of every agent with a daily budget (or of ``agent``)."""
-        found = {}
-        for name, definition in self.catalog.agents.items():
-            limits = DailyLimits.of(definition)
-            if limits is not None and agent in (None, name):
-                found[name] = self.daily.status(name, limits)
-        return found
+        return self.daily.budgets(self.catalog.agents, agent)
 
     def runs_page(self, limit: int, offset: int, **filters: Any) -> RunsPage:
-        """A page of the run records; a run in flight shows its live state."""
-        page = self.records.runs(limit, offset, **filters)
-        live = []
-        for summary in page.runs:
-            run = self.runs.live(summary.run_id)
-            live.append(summary.model_copy(update={"state": run.state}) if run is not None else summary)
-        return page.model_copy(update={"runs": live})
+        return self.runs.page(limit, offset, **filters)
 
     # ------------------------------------------------------ carried over
 
@@ -433,13 +421,7 @@ class HermesHost:
         self, agent: str, run_id: Optional[str], session_id: Optional[str], artifact_id: Optional[str]
     ) -> EvidenceResultData:
         self.catalog.require_known(agent)
-        if artifact_id:
-            artifact = self.evidence.artifact(agent, artifact_id)
-            return EvidenceResultData(agent=agent, worker=self.worker_name, artifacts=[artifact], artifact=artifact)
-        if not (run_id or session_id):
-            raise InvalidRequest("run_id: give the run (or session_id, or artifact_id) whose evidence to show")
-        found = self.evidence.artifacts(agent, run_id=run_id, session_id=session_id)
-        return EvidenceResultData(agent=agent, worker=self.worker_name, artifacts=found)
+        return self.evidence.view(agent, self.worker_name, run_id, session_id, artifact_id)
 
     def report(self, agent: str, session_id: str) -> ReportResultData:
         self.catalog.require_known(agent)

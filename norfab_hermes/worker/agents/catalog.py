@@ -106,7 +106,9 @@ class AgentCatalog:
             else:
                 self.serve_native(name)
         for name, definition in self.agents.items():
-            if (definition.tools or definition.delegates or definition.records) and NORFAB_TOOLSET not in definition.toolsets:
+            if (
+                definition.tools or definition.delegates or definition.records
+            ) and NORFAB_TOOLSET not in definition.toolsets:
                 self.warnings.append(
                     f"agent '{name}' defines tools, delegates or records but its toolsets do not list '{NORFAB_TOOLSET}': "
                     "they are not offered"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, List, Optional
 
 from ...errors import InvalidRequest, UnknownArtifact
-from ...models import Artifact, ArtifactSummary
+from ...models import Artifact, ArtifactSummary, EvidenceResultData
 from ..files import write_file
 from .capture import Piece, digest
 
@@ -129,6 +129,18 @@ class EvidenceStore:
                 f"{self.retention.days} days)"
             )
         return Artifact(**summary.model_dump(), text=path.read_text(encoding="utf-8"))
+
+    def view(
+        self, agent: str, worker: str, run_id: Optional[str], session_id: Optional[str], artifact_id: Optional[str]
+    ) -> EvidenceResultData:
+        """What the evidence task shows: one artifact whole, or the summaries of a run's or session's."""
+        if artifact_id:
+            artifact = self.artifact(agent, artifact_id)
+            return EvidenceResultData(agent=agent, worker=worker, artifacts=[artifact], artifact=artifact)
+        if not (run_id or session_id):
+            raise InvalidRequest("run_id: give the run (or session_id, or artifact_id) whose evidence to show")
+        found = self.artifacts(agent, run_id=run_id, session_id=session_id)
+        return EvidenceResultData(agent=agent, worker=worker, artifacts=found)
 
     def texts(self, agent: str, artifacts: List[ArtifactSummary]) -> dict:
         """artifact id -> text, for those still on disk."""

@@ -95,9 +95,7 @@ class DailyUsage:
             self._refused[(agent, day)] = (limits, reason)
         return reason
 
-    def _refusal(
-        self, agent: str, day: str, limits: DailyLimits, model: Optional[str], expected: int
-    ) -> Optional[str]:
+    def _refusal(self, agent: str, day: str, limits: DailyLimits, model: Optional[str], expected: int) -> Optional[str]:
         tokens, cost = self.ledger.spent(agent, day)
         if limits.tokens is not None and (tokens >= limits.tokens or tokens + expected > limits.tokens):
             return f"agent '{agent}' spent {tokens} of its {limits.tokens} daily tokens" + (
@@ -143,6 +141,15 @@ class DailyUsage:
             percent=round(percent, 1),
             warning=f"{level} % of the daily budget spent: {self._spent_text(tokens, cost, limits)}" if level else None,
         )
+
+    def budgets(self, definitions: Dict[str, AgentDefinition], agent: Optional[str] = None) -> Dict[str, AgentBudget]:
+        """Today's spend of every agent with a daily budget (or of ``agent``)."""
+        found = {}
+        for name, definition in definitions.items():
+            limits = DailyLimits.of(definition)
+            if limits is not None and agent in (None, name):
+                found[name] = self.status(name, limits)
+        return found
 
     @staticmethod
     def _spent_text(tokens: int, cost: float, limits: DailyLimits) -> str:

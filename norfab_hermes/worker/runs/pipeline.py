@@ -213,7 +213,9 @@ class RunPipeline:
                     raise OverBudget(f"{refusal}; its runs start again the next day (UTC) or with a bigger budget")
                 chat_id = self.sessions.chat_for(agent, session_id)
                 session_key = compat.session_key(chat_id, agent)
-                run = Run(agent, chat_id, session_key, limits, job, interactive, definition.approval_timeout, self.daily)
+                run = Run(
+                    agent, chat_id, session_key, limits, job, interactive, definition.approval_timeout, self.daily
+                )
                 run.session_id, run.schedule_id, run.lineage = session_id, schedule_id, lineage
                 run.instructions, run.client, run.dedupe_key = instructions, client, dedupe_key
                 run.approvers = list(definition.approvers)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
 from ...errors import RUN_FINISHED, Busy, UnknownRun
-from ...models import ActiveRun, InterruptResultData, InvokeResultData, RunStateData, StopReason
+from ...models import ActiveRun, InterruptResultData, InvokeResultData, RunsPage, RunStateData, StopReason
 from ..files import write_file
 from .recording import RunRecorder
 from .run import Run
@@ -191,6 +191,15 @@ class RunRegistry:
         with self._lock:
             return self._runs.get(run_id) or self._finished.get(run_id)
 
+    def page(self, limit: int, offset: int, **filters: Any) -> RunsPage:
+        """A page of the run records; a run in flight shows its live state."""
+        page = self.recorder.records.runs(limit, offset, **filters)
+        runs = []
+        for summary in page.runs:
+            run = self.live(summary.run_id)
+            runs.append(summary.model_copy(update={"state": run.state}) if run is not None else summary)
+        return page.model_copy(update={"runs": runs})
+
     def state(self, agent: str, run_id: str, offset: int = 0, deduplicated: bool = False) -> RunStateData:
         """A run as get_run shows it: from memory while it is there, else from its record."""
         with self._lock:
@@ -223,7 +232,8 @@ class RunRegistry:
             stored = self.recorder.state(run_id, 0) if self.recorder is not None else None
             if stored is not None and stored.agent == agent and stored.state == "finished":
                 raise UnknownRun(
-                    f"run '{run_id}' on worker '{self.worker_name}' already finished: {stored.stop_reason}", RUN_FINISHED
+                    f"run '{run_id}' on worker '{self.worker_name}' already finished: {stored.stop_reason}",
+                    RUN_FINISHED,
                 )
             raise UnknownRun(f"run '{run_id}' is not running on worker '{self.worker_name}'")
         run = self.get(agent, run_id)

@@ -261,9 +261,7 @@ class Schedules:
         )
         return succeeded, document, result.response if succeeded else "", error
 
-    def _record_missed(
-        self, agent: str, job: CronJob, due: Optional[datetime], started: datetime
-    ) -> Optional[str]:
+    def _record_missed(self, agent: str, job: CronJob, due: Optional[datetime], started: datetime) -> Optional[str]:
         """Record the slots Hermes skipped before this late run; the run's own note, if it is late.
 
         A recurring job found due late runs once now (a catch-up) and Hermes

@@ -121,7 +121,9 @@ class RunTasks:
             Result whose ``result`` is the run's state (follow it with get_run).
         """
         host = self.running_host()
-        state = host.start_run(agent, instructions, session_id, run_timeout, client_of(job), dedupe_key, response_schema)
+        state = host.start_run(
+            agent, instructions, session_id, run_timeout, client_of(job), dedupe_key, response_schema
+        )
         return Result(result=state.model_dump())
 
     @HermesTask(input=GetRunInput, output=GetRunResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False})

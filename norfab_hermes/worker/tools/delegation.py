@@ -210,7 +210,11 @@ class Delegator:
                     default=request.get("default"),
                     timeout=wait,
                     # an approval's tool, arguments and preview travel with its question
-                    metadata={**(request.get("metadata") or {}), "run_id": run.run_id, "delegated_run_id": child.run_id},
+                    metadata={
+                        **(request.get("metadata") or {}),
+                        "run_id": run.run_id,
+                        "delegated_run_id": child.run_id,
+                    },
                 )
                 cancel = False
             except Exception as error:  # no answer in time or cancelled: the asked run is told so

@@ -345,7 +345,9 @@ class ToolRunner:
                 if interrupted():
                     raise ToolError(f"the run was interrupted while job {future.uuid} was running")
             reply = future.result(timeout=0.5)
-            trace.artifacts += self.keep(spec, run, trace, capture.pieces(target.service, target.task, reply, self.secrets()))
+            trace.artifacts += self.keep(
+                spec, run, trace, capture.pieces(target.service, target.task, reply, self.secrets())
+            )
             return reply
         finally:
             semaphore.release()

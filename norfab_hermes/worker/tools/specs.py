@@ -224,9 +224,7 @@ class RecordsSpec:
 
     @property
     def schema(self) -> Dict[str, Any]:
-        description = (
-            f"{self.description}. Read-only; each record names its session, run and NorFab job to refer to."
-        )
+        description = f"{self.description}. Read-only; each record names its session, run and NorFab job to refer to."
         return {"description": description, "parameters": self.parameters}
 
     def where(self) -> Tuple[None, None, None]:
@@ -291,7 +289,9 @@ class WorkflowSpec:
         text = fetched["content"]
         sha = hashlib.sha256(text.encode()).hexdigest()
         if self.definition.sha256 and sha != self.definition.sha256:
-            raise ValueError(f"{url} is not the reviewed file: its sha256 is {sha}, the definition pins {self.definition.sha256}")
+            raise ValueError(
+                f"{url} is not the reviewed file: its sha256 is {sha}, the definition pins {self.definition.sha256}"
+            )
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as error:
@@ -312,7 +312,13 @@ class WorkflowSpec:
 
     def summary(self) -> Dict[str, Any]:
         steps = [{"step": s.name, "service": s.service, "task": s.task, "workers": s.workers} for s in self.steps]
-        return {**self.definition.model_dump(), "kind": "workflow", "parameters": self.parameters, "steps": steps, "error": self.error}
+        return {
+            **self.definition.model_dump(),
+            "kind": "workflow",
+            "parameters": self.parameters,
+            "steps": steps,
+            "error": self.error,
+        }
 
 
 def allowed_commands(patterns: Optional[List[str]]) -> Tuple[List[Any], str]:
