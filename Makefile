@@ -35,6 +35,7 @@ test-hard: env
 
 lint: env
 	$(RUN) ruff check .
+	$(RUN) ruff format --check .
 
 # build the wheel, install each host role into fresh environments as the docs say, run them
 install-check: | $(UV)

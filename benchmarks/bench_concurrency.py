@@ -24,7 +24,9 @@ def efficiency(url: str) -> List[Dict[str, Any]]:
         def batch(count: int) -> float:
             with concurrent.futures.ThreadPoolExecutor(count) as pool:
                 return timed(
-                    lambda: list(pool.map(lambda i: invoke(client, f"agent-{i % 4:02d}", f"SLEEP {LATENCY} #{i}"), range(count)))
+                    lambda: list(
+                        pool.map(lambda i: invoke(client, f"agent-{i % 4:02d}", f"SLEEP {LATENCY} #{i}"), range(count))
+                    )
                 )
 
         batch(4)  # warm up every agent
@@ -34,7 +36,13 @@ def efficiency(url: str) -> List[Dict[str, Any]]:
             took = batch(count)
             ideal = single * math.ceil(count / RUNS)
             rows.append(
-                row("concurrency", f"parallel efficiency N={count}", ideal / took, "", f"{took:.2f}s; max_concurrent_runs={RUNS}")
+                row(
+                    "concurrency",
+                    f"parallel efficiency N={count}",
+                    ideal / took,
+                    "",
+                    f"{took:.2f}s; max_concurrent_runs={RUNS}",
+                )
             )
     return rows
 
@@ -45,12 +53,22 @@ def interrupt_latency(url: str) -> List[Dict[str, Any]]:
         client = nf.client
         for i in range(INTERRUPTS):
             future = client.submit_job(
-                "hermes", "invoke", kwargs={"agent": "agent-00", "instructions": f"SLEEP 60 #{i}"}, workers=WORKER, timeout=120
+                "hermes",
+                "invoke",
+                kwargs={"agent": "agent-00", "instructions": f"SLEEP 60 #{i}"},
+                workers=WORKER,
+                timeout=120,
             )
-            run_id = next((e.get("extras") or {}).get("run_id") for e in future.events(timeout=30) if (e.get("extras") or {}).get("run_id"))
+            run_id = next(
+                (e.get("extras") or {}).get("run_id")
+                for e in future.events(timeout=30)
+                if (e.get("extras") or {}).get("run_id")
+            )
             time.sleep(0.3)  # the turn reaches the model
             asked = time.perf_counter()
-            client.run_job("hermes", "interrupt", kwargs={"agent": "agent-00", "run_id": run_id}, workers=WORKER, timeout=30)
+            client.run_job(
+                "hermes", "interrupt", kwargs={"agent": "agent-00", "run_id": run_id}, workers=WORKER, timeout=30
+            )
             stop = future.result(timeout=60)[WORKER]["result"]["stop_reason"]
             if stop != "interrupted":
                 raise RuntimeError(f"run {run_id} ended {stop}")

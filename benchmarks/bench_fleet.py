@@ -23,7 +23,9 @@ DELEGATIONS = 10
 
 
 def inventory(url: str, names: List[str], **extra: Any) -> Dict[str, Any]:
-    worker = hermes_worker(url, {name: definition for name, definition in agents(AGENTS).items() if name in names}, **extra)
+    worker = hermes_worker(
+        url, {name: definition for name, definition in agents(AGENTS).items() if name in names}, **extra
+    )
     worker["model"]["default"] = "scripted-model"  # without one Hermes probes a local server's /models every turn
     return worker
 
@@ -35,7 +37,11 @@ def throughput(client: Any, placement: Dict[str, str]) -> float:
         agent = f"agent-{i % AGENTS:02d}"
         worker = placement[agent]
         reply = client.run_job(
-            "hermes", "invoke", kwargs={"agent": agent, "instructions": f"SLEEP {LATENCY} #{i}"}, workers=worker, timeout=180
+            "hermes",
+            "invoke",
+            kwargs={"agent": agent, "instructions": f"SLEEP {LATENCY} #{i}"},
+            workers=worker,
+            timeout=180,
         )
         if reply[worker]["failed"]:
             raise RuntimeError(reply[worker]["errors"])
@@ -70,8 +76,20 @@ def two_workers(url: str) -> List[Dict[str, Any]]:
         direct, delegated = delegation(nf.client, names[half])
     return [
         {"rate": rate},
-        row("fleet", "direct invoke of an agent on the other worker", direct, "s", f"median of {DELEGATIONS}, from the client"),
-        row("fleet", "the same question as a delegated call", delegated, "s", "median duration of the delegate tool call inside the asking run"),
+        row(
+            "fleet",
+            "direct invoke of an agent on the other worker",
+            direct,
+            "s",
+            f"median of {DELEGATIONS}, from the client",
+        ),
+        row(
+            "fleet",
+            "the same question as a delegated call",
+            delegated,
+            "s",
+            "median duration of the delegate tool call inside the asking run",
+        ),
         row("fleet", "delegation overhead ratio", delegated / direct, "", "delegated call / direct invoke"),
     ]
 
@@ -80,12 +98,16 @@ def delegation(client: Any, asked: str) -> tuple:
     direct, delegated = [], []
     for i in range(DELEGATIONS):
         started = time.perf_counter()
-        reply = client.run_job("hermes", "invoke", kwargs={"agent": asked, "instructions": f"hello #{i}"}, workers=SECOND, timeout=60)
+        reply = client.run_job(
+            "hermes", "invoke", kwargs={"agent": asked, "instructions": f"hello #{i}"}, workers=SECOND, timeout=60
+        )
         direct.append(time.perf_counter() - started)
         if reply[SECOND]["failed"]:
             raise RuntimeError(reply[SECOND]["errors"])
         text = f'CALL ask {{"question": "hello #{i}"}}'
-        reply = client.run_job("hermes", "invoke", kwargs={"agent": "asker", "instructions": text}, workers=WORKER, timeout=60)
+        reply = client.run_job(
+            "hermes", "invoke", kwargs={"agent": "asker", "instructions": text}, workers=WORKER, timeout=60
+        )
         [call] = reply[WORKER]["result"]["tool_calls"]
         if call["status"] != "completed":
             raise RuntimeError(call["error"])

@@ -26,7 +26,9 @@ def startup_and_memory(url: str) -> List[Dict[str, Any]]:
         base = Path(tempfile.mkdtemp(prefix=f"bench-start-{count}-"))
         with running_norfab(base, worker(url, count)) as nf:
             rss[count] = rss_mb(worker_process(nf.client))
-        rows.append(row("worker start", f"{count} profiles", started_in(base), "s", "hermes worker __init__, from its log"))
+        rows.append(
+            row("worker start", f"{count} profiles", started_in(base), "s", "hermes worker __init__, from its log")
+        )
     per_profile = (rss[50] - rss[1]) / 49
     rows.append(row("memory", "RSS with 1 profile", rss[1], "MiB"))
     rows.append(row("memory", "RSS per extra profile", per_profile, "MiB", "(RSS at 50 - RSS at 1) / 49"))
@@ -40,7 +42,9 @@ def invoke_overhead(url: str) -> List[Dict[str, Any]]:
             check=True,
             capture_output=True,
             text=True,
-        ).stdout.strip().splitlines()[-1]
+        )
+        .stdout.strip()
+        .splitlines()[-1]
     )
     with running_norfab(Path(tempfile.mkdtemp(prefix="bench-invoke-")), worker(url, 1)) as nf:
         client = nf.client
@@ -69,7 +73,13 @@ def invoke_overhead(url: str) -> List[Dict[str, Any]]:
         row("invoke latency", "continued session, hermes.invoke", median(continued), "s", "median"),
         row("invoke latency", "continued session, bare AIAgent", bare["continued"], "s", "median"),
         row("invoke latency", "continued session ratio", median(continued) / bare["continued"], "x", note),
-        row("invoke latency", "NorFab round trip, hermes.get_status", trip, "s", "median: broker, worker and client, no turn"),
+        row(
+            "invoke latency",
+            "NorFab round trip, hermes.get_status",
+            trip,
+            "s",
+            "median: broker, worker and client, no turn",
+        ),
         row(
             "invoke latency",
             "continued session ratio less the round trip",
@@ -77,11 +87,31 @@ def invoke_overhead(url: str) -> List[Dict[str, Any]]:
             "x",
             "what hosting adds to the turn itself",
         ),
-        row("worker CPU", "per new-session turn", cpu_new, "s", f"hermes worker process, user+system, mean of {ROUNDS}"),
-        row("worker CPU", "per continued-session turn", cpu_continued, "s", f"hermes worker process, user+system, mean of {ROUNDS}"),
+        row(
+            "worker CPU", "per new-session turn", cpu_new, "s", f"hermes worker process, user+system, mean of {ROUNDS}"
+        ),
+        row(
+            "worker CPU",
+            "per continued-session turn",
+            cpu_continued,
+            "s",
+            f"hermes worker process, user+system, mean of {ROUNDS}",
+        ),
         row("worker CPU", "bare AIAgent per new-session turn", bare["cpu_new"], "s", f"its process, mean of {ROUNDS}"),
-        row("worker CPU", "bare AIAgent per continued-session turn", bare["cpu_continued"], "s", f"its process, mean of {ROUNDS}"),
-        row("worker CPU", "continued-session ratio", cpu_continued / bare["cpu_continued"], "x", "hermes worker / bare AIAgent"),
+        row(
+            "worker CPU",
+            "bare AIAgent per continued-session turn",
+            bare["cpu_continued"],
+            "s",
+            f"its process, mean of {ROUNDS}",
+        ),
+        row(
+            "worker CPU",
+            "continued-session ratio",
+            cpu_continued / bare["cpu_continued"],
+            "x",
+            "hermes worker / bare AIAgent",
+        ),
         row("memory", "RSS per active session", per_session, "MiB", f"after {SESSIONS} new sessions"),
     ]
 
@@ -91,13 +121,18 @@ def first_reply(url: str) -> List[Dict[str, Any]]:
     from norfab_hermes.testing.scripted_model import ScriptedModel, ScriptedModelServer
 
     delays = []
-    with ScriptedModelServer(ScriptedModel()) as model, running_norfab(
-        Path(tempfile.mkdtemp(prefix="bench-stream-")), worker(model.base_url, 1)
-    ) as nf:
+    with (
+        ScriptedModelServer(ScriptedModel()) as model,
+        running_norfab(Path(tempfile.mkdtemp(prefix="bench-stream-")), worker(model.base_url, 1)) as nf,
+    ):
         invoke(nf.client, "agent-00", "warm up")
         for _ in range(STREAMS):
             future = nf.client.submit_job(
-                "hermes", "invoke", kwargs={"agent": "agent-00", "instructions": "STREAM 20 0.05"}, workers=WORKER, timeout=60
+                "hermes",
+                "invoke",
+                kwargs={"agent": "agent-00", "instructions": "STREAM 20 0.05"},
+                workers=WORKER,
+                timeout=60,
             )
             seen = next(time.time() for e in future.events(timeout=30) if (e.get("extras") or {}).get("reply"))
             future.result(timeout=30)

@@ -29,7 +29,9 @@ def schedule(client: Any, agent: str, **kwargs: Any) -> Dict[str, Any]:
 
 
 def accuracy(url: str) -> List[Dict[str, Any]]:
-    with running_norfab(Path(tempfile.mkdtemp(prefix="bench-schedules-")), worker(url, AGENTS, max_concurrent_runs=8)) as nf:
+    with running_norfab(
+        Path(tempfile.mkdtemp(prefix="bench-schedules-")), worker(url, AGENTS, max_concurrent_runs=8)
+    ) as nf:
         names = [f"agent-{i:02d}" for i in range(AGENTS)]
         for agent in names:
             for n in range(SCHEDULES_PER_AGENT):
@@ -43,7 +45,9 @@ def accuracy(url: str) -> List[Dict[str, Any]]:
                     if run["status"] == "ok":
                         started, due = datetime.fromisoformat(run["started"]), datetime.fromisoformat(run["due"])
                         lateness.append((started - due).total_seconds())
-    note = f"{AGENTS} agents x {SCHEDULES_PER_AGENT} schedules every 5 s for {ACCURACY_SECONDS} s; fire = the run starts"
+    note = (
+        f"{AGENTS} agents x {SCHEDULES_PER_AGENT} schedules every 5 s for {ACCURACY_SECONDS} s; fire = the run starts"
+    )
     return [
         row("schedules", "runs fired", len(lateness), "runs", note),
         row("schedules", "fire time - due time, median", median(lateness), "s", note),

@@ -145,7 +145,8 @@ class HermesHistoryCommand(HermesPauseCommand):
     limit: Optional[StrictInt] = Field(None, description="Newest runs to show (default 20)")
 
 
-USAGE = """usage:
+USAGE = (
+    """usage:
   hermes agents (workers SELECTOR)
   hermes status (workers SELECTOR)
   hermes invoke AGENT "INSTRUCTIONS" (session SESSION) (workers WORKER) (timeout SECONDS)
@@ -154,7 +155,19 @@ USAGE = """usage:
   hermes session AGENT SESSION (workers WORKER)
   hermes interrupt AGENT run RUN_ID (workers WORKER)
   hermes command AGENT "/COMMAND" (session SESSION) (workers WORKER)
-""" + runs.USAGE + "\n" + records.USAGE + "\n" + change_views.USAGE + "\n" + lifecycle.USAGE + "\n" + schedules.USAGE + "\n" + carryover.USAGE
+"""
+    + runs.USAGE
+    + "\n"
+    + records.USAGE
+    + "\n"
+    + change_views.USAGE
+    + "\n"
+    + lifecycle.USAGE
+    + "\n"
+    + schedules.USAGE
+    + "\n"
+    + carryover.USAGE
+)
 
 
 class HermesShell(BaseModel):
@@ -163,7 +176,9 @@ class HermesShell(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
     agents: HermesAgentsCommand = Field(None, description="List agents of hermes workers")
-    status: HermesStatusCommand = Field(None, description="Show hermes workers: readiness, agents, active runs, schedulers")
+    status: HermesStatusCommand = Field(
+        None, description="Show hermes workers: readiness, agents, active runs, schedulers"
+    )
     invoke: Any = Field(None, description='AGENT "INSTRUCTIONS" - run one agent turn')
     chat: Any = Field(
         None, description="AGENT - chat with an agent; without AGENT pick one", json_schema_extra={"presence": True}
@@ -179,7 +194,10 @@ class HermesShell(BaseModel):
     )
     # plain str, aliased: the shell's run method keeps its name and run ids stay as typed
     run_id: str = Field(
-        None, alias="run", description="AGENT RUN_ID - a run's state, events and reply", json_schema_extra={"presence": True}
+        None,
+        alias="run",
+        description="AGENT RUN_ID - a run's state, events and reply",
+        json_schema_extra={"presence": True},
     )
     follow: Optional[StrictBool] = Field(
         None, description="(run) show the run's events as they come until it ends", json_schema_extra={"presence": True}
@@ -202,12 +220,20 @@ class HermesShell(BaseModel):
     pause: Dict[StrictStr, HermesPauseCommand] = agent_verb("Pause a scheduled check")
     resume: Dict[StrictStr, HermesResumeCommand] = agent_verb("Resume a paused scheduled check")
     history: Dict[StrictStr, HermesHistoryCommand] = agent_verb("Runs of a scheduled check and their findings")
-    create: Dict[StrictStr, lifecycle.HermesCreateCommand] = agent_verb("Create an agent on one worker from an nf:// file", "New agent name")
-    clone: Dict[StrictStr, lifecycle.HermesCloneCommand] = agent_verb("Copy an agent on its worker (model: another model)", "New agent name")
+    create: Dict[StrictStr, lifecycle.HermesCreateCommand] = agent_verb(
+        "Create an agent on one worker from an nf:// file", "New agent name"
+    )
+    clone: Dict[StrictStr, lifecycle.HermesCloneCommand] = agent_verb(
+        "Copy an agent on its worker (model: another model)", "New agent name"
+    )
     stop: Dict[StrictStr, lifecycle.HermesStopCommand] = agent_verb("Stop an agent: no runs, its schedules wait")
     start: Dict[StrictStr, lifecycle.HermesStartCommand] = agent_verb("Start a stopped agent")
-    restart: Dict[StrictStr, lifecycle.HermesRestartCommand] = agent_verb("Stop and start an agent, reading its definition again")
-    delete: Dict[StrictStr, lifecycle.HermesDeleteCommand] = agent_verb("Delete a created or cloned agent with its profile")
+    restart: Dict[StrictStr, lifecycle.HermesRestartCommand] = agent_verb(
+        "Stop and start an agent, reading its definition again"
+    )
+    delete: Dict[StrictStr, lifecycle.HermesDeleteCommand] = agent_verb(
+        "Delete a created or cloned agent with its profile"
+    )
     # plain str (see exact_values): PICLE keeps the values as typed, so an id 0012 or a name 1.10 stays one
     memory: Dict[StrictStr, carryover.HermesMemoryCommand] = agent_verb("What an agent remembers: memory and skills")
     evidence: Any = Field(None, description="AGENT RUN_ID (ARTIFACT_ID) - the tool results a run received, kept whole")
@@ -280,7 +306,9 @@ class HermesShell(BaseModel):
         if run_id is not None:
             args = positionals(run_id)
             if len(args) != 2:
-                return runs.usage("run takes the agent and the run id: hermes run AGENT RUN_ID (workers WORKER) (follow)")
+                return runs.usage(
+                    "run takes the agent and the run id: hermes run AGENT RUN_ID (workers WORKER) (follow)"
+                )
             follow = bool(kwargs.get("follow"))
             return guarded(lambda: runs.show(router(), args[0], args[1], workers, follow))
         if kwargs.get("session") is not None:
@@ -349,7 +377,9 @@ def run_show_session(agent: str, session_id: str, workers: Optional[str]) -> Ren
     return failed(res) or session_view(res["result"])
 
 
-def run_chat(picle_app: Any, agent: Optional[str], session: Optional[str], workers: Optional[str], timeout: Any) -> None:
+def run_chat(
+    picle_app: Any, agent: Optional[str], session: Optional[str], workers: Optional[str], timeout: Any
+) -> None:
     routes = router()
     if agent is None:
         target = pick_agent(picle_app, routes, workers)
@@ -361,4 +391,3 @@ def run_chat(picle_app: Any, agent: Optional[str], session: Optional[str], worke
     if target is not None:
         Chat(picle_app, routes, target, session, timeout).loop()
     return None  # True would end nfcli
-

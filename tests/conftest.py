@@ -138,7 +138,9 @@ TWO_WORKERS = Lab(
 
 
 @pytest.fixture(scope="module")
-def lab(request: pytest.FixtureRequest, model: ScriptedModelServer, tmp_path_factory: Any) -> Iterator[Tuple[Any, Path]]:
+def lab(
+    request: pytest.FixtureRequest, model: ScriptedModelServer, tmp_path_factory: Any
+) -> Iterator[Tuple[Any, Path]]:
     """A real NorFab for the test module, as its ``LAB`` says; yields (nf, its base directory)."""
     spec = getattr(request.module, "LAB", None)
     assert isinstance(spec, Lab), f"{request.module.__name__} uses the lab: say what it runs in LAB = Lab(...)"

@@ -6,7 +6,9 @@ from conftest import Lab, run
 WORKER = "hermes-worker-1"
 
 
-LAB = Lab(workers={WORKER: {"alpha": {"instructions": "You are ALPHA.", "hermes": {"model": {"default": "alpha-model"}}}}})
+LAB = Lab(
+    workers={WORKER: {"alpha": {"instructions": "You are ALPHA.", "hermes": {"model": {"default": "alpha-model"}}}}}
+)
 
 
 def command(nf, text, session_id=None):

@@ -14,8 +14,9 @@ import pytest
 
 
 def in_fresh_hermes(tmp_path, code: str) -> str:
-    script = textwrap.dedent(
-        f"""
+    script = (
+        textwrap.dedent(
+            f"""
         import os, sys
         os.environ["HERMES_HOME"] = {str(tmp_path)!r}
         sys.stdout = sys.stderr  # Hermes may print; keep stdout for the answer
@@ -23,7 +24,10 @@ def in_fresh_hermes(tmp_path, code: str) -> str:
         patches.import_hermes()
         out = []
         """
-    ) + textwrap.dedent(code) + "\nprint('\\n'.join(map(str, out)), file=sys.__stdout__)\n"
+        )
+        + textwrap.dedent(code)
+        + "\nprint('\\n'.join(map(str, out)), file=sys.__stdout__)\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip()

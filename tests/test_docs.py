@@ -67,12 +67,15 @@ def tasks() -> Dict[str, Dict[str, Any]]:
                 continue
             for decorator in node.decorator_list:
                 if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "HermesTask":
-                    options = {k.arg: value(k.value) for k in decorator.keywords if k.arg in ("fastapi", "mcp", "agent")}
+                    options = {
+                        k.arg: value(k.value) for k in decorator.keywords if k.arg in ("fastapi", "mcp", "agent")
+                    }
                     rest = options.get("fastapi", {})
                     found[node.name] = {
                         "methods": None if rest is False else set(rest.get("methods") or ["POST"]),
                         "mcp": options.get("mcp", {}),
-                        "agent": options.get("agent", {}) is not False and (options.get("agent") or {}).get("enabled", True),
+                        "agent": options.get("agent", {}) is not False
+                        and (options.get("agent") or {}).get("enabled", True),
                     }
     assert len(found) >= 18, found  # the parser still finds the tasks
     return found
@@ -262,7 +265,9 @@ def test_the_rest_and_mcp_table_matches_each_tasks_declaration():
     section = section[: section.index("\n## ", 4)]
     listed = set()
     for header, cells in table_rows(section):
-        assert header[:5] == ["hermes task", "REST route", "MCP tool", "MCP annotations", "NorFab agent service"], header
+        assert header[:5] == ["hermes task", "REST route", "MCP tool", "MCP annotations", "NorFab agent service"], (
+            header
+        )
         names = re.findall(r"\[(\w+)\]", cells[0]) or [n.strip() for n in cells[0].split(",")]
         for name in names:
             assert name in tasks(), f"rest-mcp.md lists '{name}', which is no task"
@@ -296,7 +301,11 @@ def test_task_names_the_docs_quote_are_tasks_and_every_task_has_a_page():
     quoted: List[Tuple[str, str]] = []
     for path in PAGES:
         page = text(path)
-        quoted += [(where(path), n) for n in re.findall(r"(?<![\w./])hermes\.(\w+)\b(?![.(\w])", page) if n not in HERMES_CONFIG_KEYS]
+        quoted += [
+            (where(path), n)
+            for n in re.findall(r"(?<![\w./])hermes\.(\w+)\b(?![.(\w])", page)
+            if n not in HERMES_CONFIG_KEYS
+        ]
         quoted += [(where(path), n) for n in re.findall(r"\"hermes\",\s*\"(\w+)\"", page)]
         quoted += [(where(path), n) for n in re.findall(r"service_hermes__task_(\w+)", page)]
         quoted += [(where(path), n) for n in page_tasks(path)]
@@ -343,10 +352,19 @@ GENERATED = ("benchmarks/results/", "eval/results/")
 
 
 def test_source_files_the_docs_name_exist():
-    roots = {"norfab_hermes": ROOT, "tests": ROOT, "examples": ROOT, "benchmarks": ROOT, "worker": PACKAGE, "nfcli": PACKAGE}
+    roots = {
+        "norfab_hermes": ROOT,
+        "tests": ROOT,
+        "examples": ROOT,
+        "benchmarks": ROOT,
+        "worker": PACKAGE,
+        "nfcli": PACKAGE,
+    }
     missing = []
     for path in PAGES:
-        for quoted in re.findall(r"`((?:norfab_hermes|tests|examples|benchmarks|worker|nfcli)/[\w/.-]+\.(?:py|yaml|md))`", text(path)):
+        for quoted in re.findall(
+            r"`((?:norfab_hermes|tests|examples|benchmarks|worker|nfcli)/[\w/.-]+\.(?:py|yaml|md))`", text(path)
+        ):
             if not quoted.startswith(GENERATED) and not (roots[quoted.split("/")[0]] / quoted).exists():
                 missing.append(f"{where(path)}: {quoted}")
     assert not missing, f"no such file: {missing}"

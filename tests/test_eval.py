@@ -141,7 +141,11 @@ def test_job_7s_recovery_workflow_brings_the_peering_back_and_verifies_it(lab):
     future = runner.client.submit_job(
         "hermes",
         "invoke",
-        kwargs={"agent": "noc", "instructions": 'CALL clear_bgp_peer {"FB": "core1", "peer": "10.250.0.2"}', "interactive": True},
+        kwargs={
+            "agent": "noc",
+            "instructions": 'CALL clear_bgp_peer {"FB": "core1", "peer": "10.250.0.2"}',
+            "interactive": True,
+        },
         workers=["hermes-worker-1"],
         timeout=180,
     )
@@ -153,7 +157,9 @@ def test_job_7s_recovery_workflow_brings_the_peering_back_and_verifies_it(lab):
     try:
         assert (call["tool"], call["task"], call["status"]) == ("clear_bgp_peer", "run", "completed")
         assert call["change"]["outcome"] == "verified" and call["change"]["devices"] == ["core1"]
-        reply = runner.client.run_job("nornir", "cli", kwargs={"FB": "core1", "commands": ["show ip bgp summary"]}, workers="all", timeout=60)
+        reply = runner.client.run_job(
+            "nornir", "cli", kwargs={"FB": "core1", "commands": ["show ip bgp summary"]}, workers="all", timeout=60
+        )
         summary = reply["nornir-worker-1"]["result"]["core1"]["show ip bgp summary"]
         assert "10.250.0.2      4        64900    1816    1795    48211    0    0 00:00:09       212" in summary
     finally:

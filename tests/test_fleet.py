@@ -61,15 +61,24 @@ SCENARIO = Scenario(
         },
         {
             "match": r"(?i)get (?P<host>r\d+) fixed",
-            "steps": [{"call": "ask_fixer", "args": {"question": "Fix {{ host }}"}}, {"say": "{{ result('ask_fixer') }}"}],
+            "steps": [
+                {"call": "ask_fixer", "args": {"question": "Fix {{ host }}"}},
+                {"say": "{{ result('ask_fixer') }}"},
+            ],
         },
         {
             "match": r"(?i)^fix (?P<host>r\d+)",
-            "steps": [{"call": "clear_counters", "args": {"FB": "{{ host }}"}}, {"say": "fixer: {{ result('clear_counters') }}"}],
+            "steps": [
+                {"call": "clear_counters", "args": {"FB": "{{ host }}"}},
+                {"say": "fixer: {{ result('clear_counters') }}"},
+            ],
         },
         {
             "match": r"(?i)pass it on",
-            "steps": [{"call": "ask_peer", "args": {"question": "pass it on"}}, {"say": "peer: {{ result('ask_peer') }}"}],
+            "steps": [
+                {"call": "ask_peer", "args": {"question": "pass it on"}},
+                {"say": "peer: {{ result('ask_peer') }}"},
+            ],
         },
     ]
 )
@@ -78,11 +87,19 @@ SHOW_CLOCK = {
     "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show clock"]}},
 }
 
-CLEAR_COUNTERS = {**SHOW_CLOCK, "approval": True, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show users"]}}}
+CLEAR_COUNTERS = {
+    **SHOW_CLOCK,
+    "approval": True,
+    "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show users"]}},
+}
 
 
 def delegate(agent, worker, **extra):
-    return {"toolsets": ["norfab"], "delegates": {extra.pop("tool", "ask_peer"): {"agent": agent, "workers": worker}}, **extra}
+    return {
+        "toolsets": ["norfab"],
+        "delegates": {extra.pop("tool", "ask_peer"): {"agent": agent, "workers": worker}},
+        **extra,
+    }
 
 
 W1_AGENTS = {
@@ -90,7 +107,10 @@ W1_AGENTS = {
         "instructions": "You check interfaces.",
         "run_timeout": 60,
         "toolsets": ["norfab"],
-        "delegates": {"ask_routing": {"agent": "routing", "workers": W2}, "ask_fixer": {"agent": "fixer", "workers": W2}},
+        "delegates": {
+            "ask_routing": {"agent": "routing", "workers": W2},
+            "ask_fixer": {"agent": "fixer", "workers": W2},
+        },
     },
     "triage": {"instructions": "You triage.", **delegate("core", W2, max_delegation_depth=5)},
     "hop1": {"instructions": "Hop 1.", **delegate("hop2", W2)},
@@ -164,7 +184,11 @@ def test_a_delegated_question_returns_the_other_agents_finding_with_its_lineage(
     [call] = result["tool_calls"]
     child = call["delegated"]
     assert (call["tool"], call["service"], call["task"], call["workers"], call["status"]) == (
-        "ask_routing", "hermes", "invoke", W2, "completed"
+        "ask_routing",
+        "hermes",
+        "invoke",
+        W2,
+        "completed",
     )
     assert child["agent"] == "routing"
     assert child["worker"] == W2
@@ -178,7 +202,12 @@ def test_a_delegated_question_returns_the_other_agents_finding_with_its_lineage(
     assert any(m.startswith(f"routing@{W2}: tool show_clock completed") for m in events), events
     # the child ran on worker 2, reached the device, and knows who asked
     asked = ok(run(nf.client, "get_run", worker=W2, agent="routing", run_id=child["run_id"]))["result"]
-    assert asked["lineage"] == {"parent_run_id": run_id, "root_run_id": run_id, "depth": 1, "chain": [f"interfaces@{W1}"]}
+    assert asked["lineage"] == {
+        "parent_run_id": run_id,
+        "root_run_id": run_id,
+        "depth": 1,
+        "chain": [f"interfaces@{W1}"],
+    }
     assert asked["session_id"] == child["session_id"]
     assert asked["response"] in result["response"]
     assert any(kwargs.get("commands") == ["show clock"] for _, kwargs in network_jobs(fleet.base))
@@ -199,7 +228,9 @@ def test_a_cycle_is_refused_before_dispatch_and_by_the_asked_worker(fleet):
     nf = fleet.nf
     triage_before = sessions(nf, W1, "triage")
     result = invoke(nf, "triage", "pass it on", worker=W1)
-    assert f"asking triage@{W1} would go round in a circle (triage@{W1} -> core@{W2} -> triage@{W1})" in result["response"]
+    assert (
+        f"asking triage@{W1} would go round in a circle (triage@{W1} -> core@{W2} -> triage@{W1})" in result["response"]
+    )
     assert len(sessions(nf, W1, "triage") - triage_before) == 1, "triage was asked again inside its own lineage"
     # a caller that forges a lineage around the checks meets the asked worker's own check
     forged = {"parent_run_id": "x", "root_run_id": "x", "depth": 1, "chain": [f"core@{W2}"]}
@@ -236,7 +267,11 @@ def test_the_asked_agents_approval_goes_to_the_callers_operator_and_only_to_one(
 
     before = cleared()
     future = nf.client.submit_job(
-        "hermes", "invoke", kwargs={"agent": "interfaces", "instructions": "Get r1 fixed", "interactive": True}, workers=W1, timeout=120
+        "hermes",
+        "invoke",
+        kwargs={"agent": "interfaces", "instructions": "Get r1 fixed", "interactive": True},
+        workers=W1,
+        timeout=120,
     )
     questions = []
     for event in future.events(timeout=60):
@@ -250,7 +285,9 @@ def test_the_asked_agents_approval_goes_to_the_callers_operator_and_only_to_one(
     # a change: its devices and digest head the question, which ends as every approval does
     assert question.startswith(f"[fixer on {W2}, asked by interfaces] Change ")
     assert " on r1." in question
-    assert question.endswith("""Agent 'fixer' wants to run tool clear_counters (nornir.cli) with {"FB": "r1"}. Allow?""")
+    assert question.endswith(
+        """Agent 'fixer' wants to run tool clear_counters (nornir.cli) with {"FB": "r1"}. Allow?"""
+    )
     assert '"ok": true' in result["response"]
     assert cleared() == before + 1
 
@@ -276,7 +313,9 @@ def test_the_child_gets_less_than_the_parents_remaining_budget_and_stops_before_
 
 def test_interrupting_the_parent_interrupts_the_child(fleet):
     nf = fleet.nf
-    future, run_id = start_invoke(nf.client, W1, agent="interfaces", instructions='CALL ask_routing {"question": "SLEEP 60"}')
+    future, run_id = start_invoke(
+        nf.client, W1, agent="interfaces", instructions='CALL ask_routing {"question": "SLEEP 60"}'
+    )
     child_id = None
     for event in future.events(timeout=60):
         found = re.match(rf"routing@{W2}: run (\w+) started", event["message"])
@@ -328,7 +367,10 @@ def test_hermes_native_subagents_work_inside_the_run_and_its_budgets(fleet):
     # the subagent ran within the turn (not in the background, after the run) and its tool call is the run's
     assert re.search(r'"summary": "r1: \*?[\d:.]+ UTC', result["response"])
     assert '"mode": "background"' not in result["response"]
-    assert [(c["tool"], c["status"]) for c in result["tool_calls"]] == [("show_clock", "completed"), ("delegate_task", "completed")]
+    assert [(c["tool"], c["status"]) for c in result["tool_calls"]] == [
+        ("show_clock", "completed"),
+        ("delegate_task", "completed"),
+    ]
     assert result["tool_calls"][0]["job_uuid"]
     assert "tool show_clock calling nornir.cli" in events
     assert len([m for m in events if m.startswith("model request")]) == 4  # the subagent's model calls count too
@@ -357,9 +399,13 @@ def test_the_shell_shows_both_workers_and_chat_switches_across_processes(fleet):
         out = nfcli(app, f'hermes invoke interfaces "Ask routing about r1" workers {W1}')
         assert f"invoking agent 'interfaces' on worker '{W1}'" in out
         assert re.search(rf"INFO +routing@{W2}: tool show_clock completed", out), out  # the child's progress, live
-        assert re.search(rf"tool ask_routing hermes.invoke completed in [\d.]+s job \w+ -> routing@{W2} run \w+ session \w+", out), out
+        assert re.search(
+            rf"tool ask_routing hermes.invoke completed in [\d.]+s job \w+ -> routing@{W2} run \w+ session \w+", out
+        ), out
         prompts = []
-        out = nfcli(app, "hermes chat edge", ["hello edge", f"/agent hop4 workers {W2}", "hello hop4", "/exit"], prompts)
+        out = nfcli(
+            app, "hermes chat edge", ["hello edge", f"/agent hop4 workers {W2}", "hello hop4", "/exit"], prompts
+        )
     assert prompts == [f"{W1}/edge> "] * 2 + [f"{W2}/hop4> "] * 2
     assert "ECHO: hello edge" in out
     assert "ECHO: hello hop4" in out
@@ -387,7 +433,9 @@ def test_a_dead_owner_is_named_other_workers_serve_and_it_comes_back_with_its_se
     wait_until_gone(nf.client, W2)
     with pytest.raises(RoutingError, match=rf"hermes worker '{W2}' is (dead|not registered)"):
         hermes.invoke("routing", "and then?", session_id=session_id, workers=W2)
-    with pytest.raises(RoutingError, match=rf"agent 'routing' not found.*session '{session_id}' belongs to hermes worker '{W2}'"):
+    with pytest.raises(
+        RoutingError, match=rf"agent 'routing' not found.*session '{session_id}' belongs to hermes worker '{W2}'"
+    ):
         hermes.invoke("routing", "and then?", session_id=session_id)
     assert ok(hermes.invoke("edge", "still here?", workers=W1))["response"] == "ECHO: still here?"
     refused = invoke(nf, "interfaces", 'CALL ask_routing {"question": "anyone?"}', worker=W1)
@@ -400,6 +448,9 @@ def test_a_dead_owner_is_named_other_workers_serve_and_it_comes_back_with_its_se
         assert again["worker"] == W2
         assert again["session_id"] == session_id
         messages = ok(run(nf.client, "get_session", worker=W2, agent="routing", session_id=session_id))["messages"]
-        assert [m["content"] for m in messages if m["role"] == "user"] == ["remember ALPHA-7", "what did I ask you to remember?"]
+        assert [m["content"] for m in messages if m["role"] == "user"] == [
+            "remember ALPHA-7",
+            "what did I ask you to remember?",
+        ]
         schedules = ok(run(nf.client, "schedule", worker=W2, agent="routing", action="list"))["schedules"]
         assert [(s["name"], s["state"]) for s in schedules] == [("nightly", "scheduled")]

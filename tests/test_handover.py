@@ -57,7 +57,9 @@ def approved_change(nf):
     while not (pending := ok(run(nf.client, "get_approvals", W1, agent="service"))) and time.time() < deadline:
         time.sleep(0.3)
     decided = ok(run(nf.client, "approve", W1, approval_id=pending[0]["approval_id"], note="maintenance window"))
-    while (state := ok(run(nf.client, "get_run", W1, agent="service", run_id=started["run_id"])))["state"] != "finished":
+    while (state := ok(run(nf.client, "get_run", W1, agent="service", run_id=started["run_id"])))[
+        "state"
+    ] != "finished":
         assert time.time() < deadline, state
         time.sleep(0.3)
     return state["result"], decided["decided_by"]
@@ -72,7 +74,11 @@ def test_the_briefing_cites_sessions_runs_and_jobs_of_both_workers(fleet):
     ok(run(nf.client, "schedule", W2, agent="routing", action="create", definition=definition))
     ok(run(nf.client, "schedule", W2, agent="routing", action="run", schedule_id="core-watch"))
     deadline = time.time() + 60
-    while not (history := ok(run(nf.client, "schedule", W2, agent="routing", action="history", schedule_id="core-watch"))["history"]):
+    while not (
+        history := ok(run(nf.client, "schedule", W2, agent="routing", action="history", schedule_id="core-watch"))[
+            "history"
+        ]
+    ):
         assert time.time() < deadline
         time.sleep(0.5)
 

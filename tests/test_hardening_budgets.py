@@ -19,8 +19,14 @@ pytestmark = pytest.mark.hardening
 
 WORKER = "hermes-worker-1"
 FB_SCHEMA = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
-CLOCK = {"input_schema": FB_SCHEMA, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show clock"]}}}
-UPTIME = {"input_schema": FB_SCHEMA, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show version"]}}}
+CLOCK = {
+    "input_schema": FB_SCHEMA,
+    "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show clock"]}},
+}
+UPTIME = {
+    "input_schema": FB_SCHEMA,
+    "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show version"]}},
+}
 TOOLS = {"clock": CLOCK, "uptime": UPTIME}
 
 
@@ -46,7 +52,10 @@ RULES = [
     {"match": "ALTERNATE", "steps": calls(*[("clock", "r1"), ("uptime", "r1"), ("clock", "r2"), ("uptime", "r2")] * 3)},
     {"match": "LOOP", "steps": calls(*[("clock", "r1")] * 8)},
     {"match": "SPREAD", "steps": calls(("clock", "r1"), ("clock", "r2"), ("clock", "r3"), ("uptime", "r1"))},
-    {"match": "SPLIT", "steps": [{"call": "delegate_task", "args": {"goal": "ALTERNATE for the lead"}}, {"say": "done"}]},
+    {
+        "match": "SPLIT",
+        "steps": [{"call": "delegate_task", "args": {"goal": "ALTERNATE for the lead"}}, {"say": "done"}],
+    },
 ]
 
 
@@ -163,7 +172,13 @@ def test_finding_6_hung_runs_at_once_free_their_threads_and_sockets(lab, model, 
     def hang_at_once():
         model.model.hang_next(runs)
         futures = [
-            nf.client.submit_job("hermes", "invoke", kwargs={"agent": "turns", "instructions": f"hung {i}", "timeout": 3}, workers=WORKER, timeout=60)
+            nf.client.submit_job(
+                "hermes",
+                "invoke",
+                kwargs={"agent": "turns", "instructions": f"hung {i}", "timeout": 3},
+                workers=WORKER,
+                timeout=60,
+            )
             for i in range(runs)
         ]
         assert all(f.result(timeout=60)[WORKER]["result"]["stop_reason"] == "run_timeout" for f in futures)

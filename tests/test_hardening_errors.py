@@ -19,7 +19,11 @@ WORKER = "hermes-worker-1"
 AGENTS = {
     "alpha": {"instructions": "You are ALPHA."},
     # recursion outside bounded delegation: an agent as another agent's tool
-    "recursive": {"instructions": "I call agents.", "toolsets": ["norfab"], "tools": {"ask": {"norfab": {"service": "hermes", "task": "invoke"}}}},
+    "recursive": {
+        "instructions": "I call agents.",
+        "toolsets": ["norfab"],
+        "tools": {"ask": {"norfab": {"service": "hermes", "task": "invoke"}}},
+    },
 }
 
 
@@ -43,7 +47,11 @@ def clean_failure(res, *expected):
     [
         ("invoke", {"agent": "alpha"}, ["invoke: field 'instructions' is required"]),
         ("invoke", {"agent": "alpha", "instructions": "hi", "timeout": -5}, ["field 'timeout'", "greater than 0"]),
-        ("invoke", {"agent": "alpha", "instructions": "hi", "bogus": 1}, ["unknown argument 'bogus'", "allowed:", "instructions"]),
+        (
+            "invoke",
+            {"agent": "alpha", "instructions": "hi", "bogus": 1},
+            ["unknown argument 'bogus'", "allowed:", "instructions"],
+        ),
         ("invoke", {"agent": "alpha", "instructions": "/restart"}, ["use the command task"]),
         ("get_sessions", {"agent": "alpha", "limit": "many"}, ["field 'limit'"]),
         ("get_session", {"agent": "alpha"}, ["field 'session_id' is required"]),
@@ -94,7 +102,11 @@ def test_a_failed_result_carries_a_machine_readable_code(nf, task, kwargs, code)
     ],
 )
 def test_an_unknown_agent_is_named_on_every_task(nf, task, kwargs):
-    clean_failure(run(nf.client, task, agent="nosuch", **kwargs), f"agent 'nosuch' not found on worker '{WORKER}'", "known agents: alpha")
+    clean_failure(
+        run(nf.client, task, agent="nosuch", **kwargs),
+        f"agent 'nosuch' not found on worker '{WORKER}'",
+        "known agents: alpha",
+    )
 
 
 def test_an_agent_cannot_be_another_agents_tool(nf):

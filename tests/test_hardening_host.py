@@ -45,7 +45,9 @@ def lab(model, tmp_path_factory):
     native = root(base) / "profiles" / "nativeops"
     native.mkdir(parents=True)
     native_model = {"provider": "custom", "base_url": model.base_url, "default": "scripted-model"}
-    (native / "config.yaml").write_text(yaml.safe_dump({"model": native_model, "platform_toolsets": {"norfab": ["terminal"]}}))
+    (native / "config.yaml").write_text(
+        yaml.safe_dump({"model": native_model, "platform_toolsets": {"norfab": ["terminal"]}})
+    )
     (native / "SOUL.md").write_text("You are NATIVEOPS.\n")
     inventory = hermes_worker(model.base_url, AGENTS, host_tools={"ops": ["terminal"], "nativeops": ["terminal"]})
     with pytest.MonkeyPatch.context() as patch:
@@ -72,7 +74,9 @@ def sent_to_model(model, tag):
     return next(b for b in reversed(model.model.completions()) if tag in json.dumps(b["messages"]))
 
 
-@pytest.mark.parametrize("toolsets", [["terminal"], ["file"], ["debugging"], ["hermes-cli"], ["norfab", "code_execution"]])
+@pytest.mark.parametrize(
+    "toolsets", [["terminal"], ["file"], ["debugging"], ["hermes-cli"], ["norfab", "code_execution"]]
+)
 def test_finding_1_a_runtime_agent_gets_no_host_tools(lab, toolsets):
     nf, base = lab
     name = f"shell-{uuid.uuid4().hex[:6]}"
@@ -93,7 +97,14 @@ def test_finding_1_nf_files_and_clones_cannot_grant_host_tools(lab):
     res = run(nf.client, "manage_agent", action="clone", agent="ops-copy", clone_from="ops")
     assert res["failed"]
     assert "reach the worker host" in res["errors"][0]
-    res = run(nf.client, "manage_agent", action="clone", agent="plain-shell", clone_from="plain", definition={"toolsets": ["terminal"]})
+    res = run(
+        nf.client,
+        "manage_agent",
+        action="clone",
+        agent="plain-shell",
+        clone_from="plain",
+        definition={"toolsets": ["terminal"]},
+    )
     assert res["failed"]
     assert "reach the worker host" in res["errors"][0]
     for name in ("hostile", "ops-copy", "plain-shell"):
@@ -137,7 +148,10 @@ KEYED = [
     ("hermes.auxiliary.vision.api_key", {"hermes": {"auxiliary": {"vision": {"api_key": KEY}}}}),
     ("hermes.fallback_model.API_KEY", {"hermes": {"fallback_model": {"provider": "x", "API_KEY": KEY}}}),
     ("hermes.fallback_providers[0].token", {"hermes": {"fallback_providers": [{"provider": "x", "token": KEY}]}}),
-    ("norfab.kwargs.password", {"tools": {"t": {"norfab": {"service": "nornir", "task": "cli", "kwargs": {"password": KEY}}}}}),
+    (
+        "norfab.kwargs.password",
+        {"tools": {"t": {"norfab": {"service": "nornir", "task": "cli", "kwargs": {"password": KEY}}}}},
+    ),
 ]
 
 
@@ -190,7 +204,9 @@ def test_finding_3_a_clone_refused_after_copying_leaves_nothing(lab):
 
 def test_finding_3_a_restart_whose_definition_cannot_be_served_leaves_the_agent_as_it_was(lab, model):
     nf, base = lab
-    (base / "agents" / "flip.yaml").write_text(yaml.safe_dump({"instructions": "You are FLIPPED.", "toolsets": ["terminal"]}))
+    (base / "agents" / "flip.yaml").write_text(
+        yaml.safe_dump({"instructions": "You are FLIPPED.", "toolsets": ["terminal"]})
+    )
     res = run(nf.client, "manage_agent", action="restart", agent="flip")
     assert res["failed"]
     assert "was not restarted, it runs as before" in res["errors"][0]

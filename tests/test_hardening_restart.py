@@ -20,7 +20,9 @@ WORKER = "hermes-worker-1"
 
 
 def inventory(url):
-    return hermes_worker(url, {"alpha": {"instructions": "You are ALPHA.", "hermes": {"model": {"default": "alpha-model"}}}})
+    return hermes_worker(
+        url, {"alpha": {"instructions": "You are ALPHA.", "hermes": {"model": {"default": "alpha-model"}}}}
+    )
 
 
 def requests_with(model, text):

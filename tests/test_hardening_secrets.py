@@ -40,7 +40,9 @@ LAB = Lab(workers={WORKER: AGENTS}, hosts=("r9",), devices={"r9": HOSTILE_DEVICE
 
 def audit(nf, instructions):
     """Invoke the auditor agent; its Result dict and every job event it sent."""
-    future = nf.client.submit_job("hermes", "invoke", kwargs={"agent": "auditor", "instructions": instructions}, workers=WORKER, timeout=90)
+    future = nf.client.submit_job(
+        "hermes", "invoke", kwargs={"agent": "auditor", "instructions": instructions}, workers=WORKER, timeout=90
+    )
     events = list(future.events(timeout=90))
     return future.result(timeout=90)[WORKER], events
 

@@ -48,7 +48,9 @@ AGENTS = {
 AGENTS["auditor"] = {
     "instructions": "You audit versions.",
     "toolsets": ["norfab"],
-    "tools": {"inspect_version": {"input_schema": FB_SCHEMA, "norfab": {**CLI, "kwargs": {"commands": ["show version"]}}}},
+    "tools": {
+        "inspect_version": {"input_schema": FB_SCHEMA, "norfab": {**CLI, "kwargs": {"commands": ["show version"]}}}
+    },
 }
 
 
@@ -106,7 +108,7 @@ def test_finding_2_norfab_files_cannot_be_read_through_arguments(lab, model):
     nf, base = lab
     before = len(network_jobs(base))
     for url in ("nf://inventory.yaml", "NF://fakenos/lab.yaml", "git://repo/inventory.yaml"):
-        result, reply = attempt(nf, model, f'run_cli {json.dumps({"FB": "r1", "commands": [url], "dry_run": True})}')
+        result, reply = attempt(nf, model, f"run_cli {json.dumps({'FB': 'r1', 'commands': [url], 'dry_run': True})}")
         assert reply["ok"] is False
         assert "names a NorFab file" in reply["error"]
     assert len(network_jobs(base)) == before, "a file name reached the nornir worker"
@@ -115,7 +117,9 @@ def test_finding_2_norfab_files_cannot_be_read_through_arguments(lab, model):
 @pytest.mark.parametrize("separator", ["\u2028", "\r", "\x1e", "_br_"])
 def test_line_separators_cannot_add_commands(lab, model, separator):
     nf, base = lab
-    result, reply = attempt(nf, model, f'show_pattern {json.dumps({"FB": "r1", "command": f"show clock{separator}reload"})}')
+    result, reply = attempt(
+        nf, model, f"show_pattern {json.dumps({'FB': 'r1', 'command': f'show clock{separator}reload'})}"
+    )
     assert reply["ok"] is False
     assert "must be a single line" in reply["error"]
     assert not [kwargs for _, kwargs in network_jobs(base) if "reload" in json.dumps(kwargs)]
@@ -154,8 +158,13 @@ def test_an_approval_nobody_answers_expires_and_the_call_is_not_made(lab):
 def test_two_agents_on_one_device_keep_their_own_evidence(lab):
     nf, _ = lab
     futures = {
-        agent: nf.client.submit_job("hermes", "invoke", kwargs={"agent": agent, "instructions": call}, workers=WORKER, timeout=90)
-        for agent, call in (("probe", 'CALL inspect_clock {"FB": "r1"}'), ("auditor", 'CALL inspect_version {"FB": "r1"}'))
+        agent: nf.client.submit_job(
+            "hermes", "invoke", kwargs={"agent": agent, "instructions": call}, workers=WORKER, timeout=90
+        )
+        for agent, call in (
+            ("probe", 'CALL inspect_clock {"FB": "r1"}'),
+            ("auditor", 'CALL inspect_version {"FB": "r1"}'),
+        )
     }
     results = {agent: future.result(timeout=90)[WORKER]["result"] for agent, future in futures.items()}
     assert results["probe"]["tool_calls"][0]["job_uuid"] != results["auditor"]["tool_calls"][0]["job_uuid"]
@@ -201,7 +210,10 @@ COMMAND_AGENT = {
         },
         # a tool that says which commands it allows, approval-gated since they change state
         "reset_counters": {
-            "input_schema": {"type": "object", "properties": {"FB": {"type": "string"}, "commands": {"type": "string"}}},
+            "input_schema": {
+                "type": "object",
+                "properties": {"FB": {"type": "string"}, "commands": {"type": "string"}},
+            },
             "allow_commands": [r"clear counters \S+"],
             "norfab": CLI,
         },
@@ -214,7 +226,9 @@ COMMAND_AGENT = {
 }
 
 
-@pytest.mark.parametrize("command", ["reload", "clear ip bgp *", "clear counters", "show run | redirect flash:x", "show clock ; reload"])
+@pytest.mark.parametrize(
+    "command", ["reload", "clear ip bgp *", "clear counters", "show run | redirect flash:x", "show clock ; reload"]
+)
 def test_finding_7_commands_a_model_chooses_are_read_only_unless_declared(lab, model, command):
     nf, base = lab
     name = f"cmd-{uuid.uuid4().hex[:6]}"
@@ -223,7 +237,13 @@ def test_finding_7_commands_a_model_chooses_are_read_only_unless_declared(lab, m
     before = len(network_jobs(base))
     for tool, commands in (("run_cli", [command]), ("run_command", [command])):
         tag = uuid.uuid4().hex[:8]
-        result = run(nf.client, "invoke", job_timeout=90, agent=name, instructions=f"{tag} CALL {tool} {json.dumps({'FB': 'r1', 'commands': commands})}")
+        result = run(
+            nf.client,
+            "invoke",
+            job_timeout=90,
+            agent=name,
+            instructions=f"{tag} CALL {tool} {json.dumps({'FB': 'r1', 'commands': commands})}",
+        )
         call = result["result"]["tool_calls"][0]
         assert call["status"] == "refused", call
         assert "is not allowed by this tool" in call["error"], call
@@ -243,12 +263,23 @@ def test_finding_7_read_only_and_declared_commands_go_through(lab):
         ("reset_counters", {"FB": "r1", "commands": "clear counters Gi0/1"}),
         ("interface", {"FB": "r1", "name": "Gi0/1"}),
     ):
-        result = run(nf.client, "invoke", job_timeout=90, agent=name, instructions=f"CALL {tool} {json.dumps(arguments)}")["result"]
+        result = run(
+            nf.client, "invoke", job_timeout=90, agent=name, instructions=f"CALL {tool} {json.dumps(arguments)}"
+        )["result"]
         assert result["tool_calls"][0]["job_uuid"], result["tool_calls"]
     sent = [k for _, k in network_jobs(base)[before:]]
-    assert [k.get("commands") for k in sent[:2]] == [["show clock", "sh ip int brief | include up"], "clear counters Gi0/1"]
+    assert [k.get("commands") for k in sent[:2]] == [
+        ["show clock", "sh ip int brief | include up"],
+        "clear counters Gi0/1",
+    ]
     # a value spliced into a command template cannot chain, filter or redirect it
-    result = run(nf.client, "invoke", job_timeout=90, agent=name, instructions=f"CALL interface {json.dumps({'FB': 'r1', 'name': 'Gi0/1 | redirect flash:x'})}")
+    result = run(
+        nf.client,
+        "invoke",
+        job_timeout=90,
+        agent=name,
+        instructions=f"CALL interface {json.dumps({'FB': 'r1', 'name': 'Gi0/1 | redirect flash:x'})}",
+    )
     assert result["result"]["tool_calls"][0]["status"] == "refused"
     assert not [k for _, k in network_jobs(base)[before:] if "redirect" in json.dumps(k)]
     run(nf.client, "manage_agent", action="delete", agent=name)
@@ -258,7 +289,13 @@ def test_finding_7_read_only_and_declared_commands_go_through(lab):
 def test_finding_9_no_agent_can_use_the_rest_apis_token_tasks(lab, task):
     nf, _ = lab
     for service in ("fastapi", "fastmcp", "api"):
-        definition = {"instructions": "x", "toolsets": ["norfab"], "tools": {"t": {"norfab": {"service": service, "task": task}}}}
-        res = run(nf.client, "manage_agent", action="create", agent=f"tok-{uuid.uuid4().hex[:6]}", definition=definition)
+        definition = {
+            "instructions": "x",
+            "toolsets": ["norfab"],
+            "tools": {"t": {"norfab": {"service": service, "task": task}}},
+        }
+        res = run(
+            nf.client, "manage_agent", action="create", agent=f"tok-{uuid.uuid4().hex[:6]}", definition=definition
+        )
         assert res["failed"], res["errors"]
         assert "cannot be a tool" in res["errors"][0], res["errors"]

@@ -158,7 +158,9 @@ def test_api_keys_never_leave_the_worker(nf, model):
 
 
 def test_progress_becomes_lowercase_job_events_starting_with_the_run_id(nf):
-    future = nf.client.submit_job("hermes", "invoke", kwargs={"agent": "alpha", "instructions": "events"}, workers=WORKER)
+    future = nf.client.submit_job(
+        "hermes", "invoke", kwargs={"agent": "alpha", "instructions": "events"}, workers=WORKER
+    )
     events = [e for e in future.events(timeout=60) if e.get("event_type") == "progress" and e.get("task") == "invoke"]
     result = future.result(timeout=60)[WORKER]["result"]
     messages = [e["message"] for e in events if e["message"] != "starting"]
@@ -170,7 +172,9 @@ def test_progress_becomes_lowercase_job_events_starting_with_the_run_id(nf):
 
 
 def test_the_reply_streams_as_batched_events_that_add_up_to_the_response(nf, model):
-    future = nf.client.submit_job("hermes", "invoke", kwargs={"agent": "alpha", "instructions": "STREAM 40 0.05"}, workers=WORKER)
+    future = nf.client.submit_job(
+        "hermes", "invoke", kwargs={"agent": "alpha", "instructions": "STREAM 40 0.05"}, workers=WORKER
+    )
     events = [(time.time(), e) for e in future.events(timeout=60) if e.get("event_type") == "progress"]
     result = future.result(timeout=60)[WORKER]["result"]
     replies = [(seen, e["extras"]["reply"]) for seen, e in events if (e.get("extras") or {}).get("reply")]

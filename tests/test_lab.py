@@ -47,7 +47,13 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, COLUMNS, 0, 0))
         env = {k: v for k, v in os.environ.items() if not k.startswith("NORFAB_HERMES_")}  # the scripted model
         self.process = subprocess.Popen(
-            command, cwd=ROOT, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm"}, start_new_session=True
+            command,
+            cwd=ROOT,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env={**env, "TERM": "xterm"},
+            start_new_session=True,
         )
         os.close(slave)
         self.output = b""
@@ -142,4 +148,6 @@ def test_demo_investigates_the_lab_and_quotes_device_output():
     assert "ok | due " in out
     assert "tool bounce_interface  refused" in out
     assert "this run is not interactive" in out
-    assert "Recommended: 1187 CRC and 14 carrier transitions point at the physical layer" in out.replace("**", "").replace("\n  ", " ")
+    assert "Recommended: 1187 CRC and 14 carrier transitions point at the physical layer" in out.replace(
+        "**", ""
+    ).replace("\n  ", " ")

@@ -80,7 +80,17 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 PURE = {"errors", "safety", "models", "norfab_compat"}
 CLIENT = {"routing", "nfcli_shell", "nfcli", "eval"}
 BELOW_HOST = {
-    "files", "hermes", "changes", "records", "evidence", "tools", "agents", "sessions", "runs", "schedules", "memory",
+    "files",
+    "hermes",
+    "changes",
+    "records",
+    "evidence",
+    "tools",
+    "agents",
+    "sessions",
+    "runs",
+    "schedules",
+    "memory",
     "handover",
 }
 ROOMS = {
@@ -184,7 +194,9 @@ def test_the_package_has_no_import_cycle():
 def test_the_eval_room_imports_neither_the_worker_nor_hermes():
     # the harness drives agents through the public tasks, as any client does
     offenders = {
-        name: sorted(m for m in imports(path) if m.startswith("norfab_hermes.worker") or m.split(".")[0] in HERMES_PACKAGES)
+        name: sorted(
+            m for m in imports(path) if m.startswith("norfab_hermes.worker") or m.split(".")[0] in HERMES_PACKAGES
+        )
         for name, path in MODULES.items()
         if EVAL_ROOM in path.parents
     }

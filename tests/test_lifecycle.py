@@ -86,7 +86,12 @@ def test_a_dotenv_in_the_instance_root_does_not_clobber_the_worker_environment(m
     (home / ".env").write_text("NF_TEST_API_KEY=sk-clobbered-by-dotenv\n")
     inventory = hermes_worker(
         model.base_url,
-        {"alpha": {"instructions": "You are ALPHA.", "hermes": {"model": {"default": "alpha-model", "api_key_env": "NF_TEST_API_KEY"}}}},
+        {
+            "alpha": {
+                "instructions": "You are ALPHA.",
+                "hermes": {"model": {"default": "alpha-model", "api_key_env": "NF_TEST_API_KEY"}},
+            }
+        },
         hermes_home=str(home),
     )
     with norfab(tmp_path, {WORKER: inventory}) as nf:

@@ -17,7 +17,10 @@ from conftest import Lab, hermes_worker, invoke, norfab, ok, run
 WORKER = "hermes-worker-1"
 LAB_AGENT = Path(__file__).resolve().parents[1] / "examples" / "lab" / "hermes" / "agents" / "interface-check.yaml"
 FB_SCHEMA = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
-CLOCK = {"input_schema": FB_SCHEMA, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show clock"]}}}
+CLOCK = {
+    "input_schema": FB_SCHEMA,
+    "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show clock"]}},
+}
 SPECIALIST = {"instructions": "You are the change specialist.", "toolsets": ["norfab"], "tools": {"clock": CLOCK}}
 AGENTS = {
     "steady": {"instructions": "You are STEADY.", "hermes": {"model": {"default": "alpha-model"}}},
@@ -56,7 +59,12 @@ def test_a_created_agent_serves_at_once_and_calls_its_tool(lab):
     assert reply["tool_calls"][0]["status"] == "completed"
     assert reply["tool_calls"][0]["job_uuid"]
     listed = agents_of(nf)["tonight"]
-    assert (listed["owner"], listed["state"], listed["worker"], listed["available"]) == ("runtime", "running", WORKER, True)
+    assert (listed["owner"], listed["state"], listed["worker"], listed["available"]) == (
+        "runtime",
+        "running",
+        WORKER,
+        True,
+    )
     print(f"create -> first answer with a tool call: {took:.2f}s")
 
 
@@ -99,14 +107,21 @@ def test_stop_refuses_runs_and_schedules_wait_then_start_serves_again(lab):
     assert "is stopped" in refused["errors"][0]
     listed = run(nf.client, "schedule", agent="pausable", action="list")["result"]["schedules"][0]
     assert listed["state"] == "paused-by-stop"
-    fired = len(run(nf.client, "schedule", agent="pausable", action="history", schedule_id="often")["result"]["history"])
+    fired = len(
+        run(nf.client, "schedule", agent="pausable", action="history", schedule_id="often")["result"]["history"]
+    )
     time.sleep(5)
-    assert len(run(nf.client, "schedule", agent="pausable", action="history", schedule_id="often")["result"]["history"]) == fired
+    assert (
+        len(run(nf.client, "schedule", agent="pausable", action="history", schedule_id="often")["result"]["history"])
+        == fired
+    )
     assert ok(manage(nf, "start", "pausable"))["state"] == "running"
     assert invoke(nf, "pausable", "back")["response"] == "ECHO: back"
     deadline = time.time() + 15
     while time.time() < deadline:
-        history = run(nf.client, "schedule", agent="pausable", action="history", schedule_id="often")["result"]["history"]
+        history = run(nf.client, "schedule", agent="pausable", action="history", schedule_id="often")["result"][
+            "history"
+        ]
         if len(history) > fired:
             break
         time.sleep(0.5)
@@ -126,7 +141,13 @@ def test_restart_picks_up_a_changed_definition(lab):
 def test_delete_removes_the_agent_its_profile_and_schedules(lab):
     nf, _ = lab
     ok(manage(nf, "create", "doomed", definition={"instructions": "You go."}))
-    run(nf.client, "schedule", agent="doomed", action="create", definition={"name": "n", "prompt": "p", "schedule": "every 1h"})
+    run(
+        nf.client,
+        "schedule",
+        agent="doomed",
+        action="create",
+        definition={"name": "n", "prompt": "p", "schedule": "every 1h"},
+    )
     home = run(nf.client, "get_status")["result"]["hermes_home"]
     deleted = ok(manage(nf, "delete", "doomed"))
     assert deleted["state"] == "deleted"
@@ -142,7 +163,12 @@ def test_delete_removes_the_agent_its_profile_and_schedules(lab):
     "action, agent, kwargs, expected",
     [
         ("create", "steady", {"definition": {"instructions": "x"}}, "'steady' already exists"),
-        ("create", "Bad Name", {"definition": {"instructions": "x"}}, "agent: agent name 'Bad Name' is not a valid profile name"),
+        (
+            "create",
+            "Bad Name",
+            {"definition": {"instructions": "x"}},
+            "agent: agent name 'Bad Name' is not a valid profile name",
+        ),
         ("create", "default", {"definition": {"instructions": "x"}}, "is not a valid profile name"),
         ("create", "fresh", {"definition": {"instructions": "x", "bogus": 1}}, "agent 'fresh': unknown key 'bogus'"),
         ("create", "fresh", {}, "definition: create needs an agent definition"),
@@ -164,9 +190,14 @@ def test_refusals_name_the_problem(lab, action, agent, kwargs, expected):
 def test_stop_with_a_run_in_flight_refuses_unless_interrupt(lab):
     nf, _ = lab
     ok(manage(nf, "create", "busy", definition={"instructions": "You are busy."}))
-    future = nf.client.submit_job("hermes", "invoke", kwargs={"agent": "busy", "instructions": "SLEEP 30"}, workers=WORKER, timeout=60)
+    future = nf.client.submit_job(
+        "hermes", "invoke", kwargs={"agent": "busy", "instructions": "SLEEP 30"}, workers=WORKER, timeout=60
+    )
     deadline = time.time() + 20
-    while not [r for r in run(nf.client, "get_status")["result"]["active_runs"] if r["agent"] == "busy"] and time.time() < deadline:
+    while (
+        not [r for r in run(nf.client, "get_status")["result"]["active_runs"] if r["agent"] == "busy"]
+        and time.time() < deadline
+    ):
         time.sleep(0.2)
     refused = manage(nf, "stop", "busy")
     assert refused["failed"]
@@ -206,13 +237,19 @@ def test_runtime_and_native_agents_are_served_after_a_restart(model, tmp_path):
     # a profile an operator made with Hermes itself: its own config and instructions
     native = Path(home) / "profiles" / "handmade"
     native.mkdir(parents=True)
-    (native / "config.yaml").write_text(yaml.safe_dump({"model": {"provider": "custom", "base_url": model.base_url, "default": "beta-model"}}))
+    (native / "config.yaml").write_text(
+        yaml.safe_dump({"model": {"provider": "custom", "base_url": model.base_url, "default": "beta-model"}})
+    )
     (native / "SOUL.md").write_text("You are HANDMADE.\n")
     with norfab(tmp_path, {WORKER: inventory}) as nf:
         listed = agents_of(nf)
         assert (listed["lasting"]["owner"], listed["lasting"]["state"]) == ("runtime", "running")
         assert listed["parked"]["state"] == "stopped"
-        assert (listed["handmade"]["owner"], listed["handmade"]["state"], listed["handmade"]["model"]) == ("native", "running", "beta-model")
+        assert (listed["handmade"]["owner"], listed["handmade"]["state"], listed["handmade"]["model"]) == (
+            "native",
+            "running",
+            "beta-model",
+        )
         assert invoke(nf, "lasting", "still here")["response"] == "ECHO: still here"
         assert invoke(nf, "handmade", "hello hand")["response"] == "ECHO: hello hand"
     served = yaml.safe_load((native / "config.yaml").read_text())

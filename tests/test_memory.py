@@ -20,7 +20,12 @@ WORKER = "hermes-worker-1"
 FACT = "PARTNER-X on core1 recovers with clear ip bgp 10.250.0.2 once the leak is withdrawn (INC-0990)"
 SECRET = "Adm1nPw0rdQ7"
 SKILL = "---\nname: partner-x-recovery\ndescription: Recover the PARTNER-X peering\n---\n1. Check the prefix count.\n"
-RULES = [{"match": "WHAT DO YOU REMEMBER", "steps": [{"say": "I remember: {{ search(system, 'PARTNER-X on core1[^\\n]*') }}"}]}]
+RULES = [
+    {
+        "match": "WHAT DO YOU REMEMBER",
+        "steps": [{"say": "I remember: {{ search(system, 'PARTNER-X on core1[^\\n]*') }}"}],
+    }
+]
 AGENTS = {
     "keeper": {"instructions": "You keep notes.", "memory": True, "skills": True},
     "stranger": {"instructions": "You are someone else.", "memory": True},
@@ -100,7 +105,9 @@ def test_what_is_saved_is_redacted_and_the_operator_clears_it(lab, model):
 
 
 def test_skills_are_listed_and_cleared(nf):
-    made = invoke(nf, "keeper", call("skill_manage", {"action": "create", "name": "partner-x-recovery", "content": SKILL}))
+    made = invoke(
+        nf, "keeper", call("skill_manage", {"action": "create", "name": "partner-x-recovery", "content": SKILL})
+    )
     assert made["tool_calls"][0]["status"] == "completed", made
     [skill] = memory(nf, "keeper")["skills"]
     assert (skill["name"], skill["description"]) == ("partner-x-recovery", "Recover the PARTNER-X peering")

@@ -27,7 +27,11 @@ def test_a_client_keeps_jobs_in_memory_and_in_a_sqlite_store():
     assert "self.job_db" in init
     from norfab.core import client as client_module
 
-    store = next(v for k, v in vars(client_module).items() if inspect.isclass(v) and hasattr(v, "fetch_jobs") and hasattr(v, "_transaction"))
+    store = next(
+        v
+        for k, v in vars(client_module).items()
+        if inspect.isclass(v) and hasattr(v, "fetch_jobs") and hasattr(v, "_transaction")
+    )
     assert "write" in inspect.signature(store._transaction).parameters
     assert {"service", "task", "last"} <= set(inspect.signature(store.fetch_jobs).parameters)
 

@@ -37,7 +37,9 @@ class HistoryArgs(BaseModel):
 
 
 class Sub(BaseModel):
-    history: Dict[StrictStr, HistoryArgs] = Field(None, description="Runs of a schedule", json_schema_extra={"pkey": "agent"})
+    history: Dict[StrictStr, HistoryArgs] = Field(
+        None, description="Runs of a schedule", json_schema_extra={"pkey": "agent"}
+    )
     say: Any = Field(None, description="TEXT - say it")
 
     class PicleConfig:
@@ -113,7 +115,7 @@ def test_a_question_mark_outside_quotes_still_shows_help(app):
     [
         ('hermes invoke routing "Why', True),
         ('hermes invoke routing "Why"', False),
-        ('hermes invoke routing "r1\'s loopback', True),  # an apostrophe inside double quotes
+        ("hermes invoke routing \"r1's loopback", True),  # an apostrophe inside double quotes
         ("hermes invoke routing 'Why", True),
         ('hermes invoke routing "a b" "c', True),
         ('hermes invoke routing "a b" c', False),
@@ -153,6 +155,8 @@ def test_only_picle_compat_touches_picle_private_names():
 
 def test_mounting_the_hermes_shell_installs_the_changes():
     """NorFab imports the plugin after it built nfcli's App: the import alone must change PICLE."""
-    code = "import norfab_hermes.nfcli_shell; from picle import App; print(getattr(App, '_norfab_hermes_patched', False))"
+    code = (
+        "import norfab_hermes.nfcli_shell; from picle import App; print(getattr(App, '_norfab_hermes_patched', False))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "True", done.stderr[-2000:]

@@ -59,7 +59,9 @@ def test_the_reader_reads_the_evidence_whole(nf, watched_run):
     _, listed = read(nf, action="list_evidence", agent="watched", run_id=watched_run["run_id"])
     assert [a["artifact_id"] for a in listed["records"]] == [artifact["artifact_id"]]
     _, whole = read(nf, action="read_artifact", agent="watched", artifact_id=artifact["artifact_id"])
-    text = run(nf.client, "evidence", agent="watched", artifact_id=artifact["artifact_id"])["result"]["artifact"]["text"]
+    text = run(nf.client, "evidence", agent="watched", artifact_id=artifact["artifact_id"])["result"]["artifact"][
+        "text"
+    ]
     assert whole["records"]["text"] == text
     assert whole["records"]["sha256"] == artifact["sha256"]
 

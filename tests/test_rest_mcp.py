@@ -16,7 +16,11 @@ from mcp.client.streamable_http import streamable_http_client
 
 WORKER = "hermes-worker-1"
 FB_SCHEMA = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
-BOUNCE = {"input_schema": FB_SCHEMA, "approval": True, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show users"]}}}
+BOUNCE = {
+    "input_schema": FB_SCHEMA,
+    "approval": True,
+    "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show users"]}},
+}
 AGENTS = {
     "alpha": {"instructions": "You are ALPHA."},
     "fixer": {"instructions": "You fix.", "toolsets": ["norfab"], "tools": {"bounce": BOUNCE}, "approval_timeout": 60},
@@ -30,7 +34,11 @@ def lab(model, tmp_path_factory):
     base = tmp_path_factory.mktemp("lab")
     workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
     api_port, mcp_port = free_port(), free_port()
-    workers["fastapi-worker-1"] = {"service": "fastapi", "uvicorn": {"host": "127.0.0.1", "port": api_port}, "depends_on": [WORKER]}
+    workers["fastapi-worker-1"] = {
+        "service": "fastapi",
+        "uvicorn": {"host": "127.0.0.1", "port": api_port},
+        "depends_on": [WORKER],
+    }
     workers["fastmcp-worker-1"] = {
         "service": "fastmcp",
         "host": "127.0.0.1",
@@ -41,7 +49,9 @@ def lab(model, tmp_path_factory):
     }
     with norfab(base, workers, files) as nf:
         for service, token in (("fastapi", API_TOKEN), ("fastmcp", MCP_TOKEN)):
-            nf.client.run_job(service, "bearer_token_store", kwargs={"username": "lab", "token": token}, workers="all", timeout=30)
+            nf.client.run_job(
+                service, "bearer_token_store", kwargs={"username": "lab", "token": token}, workers="all", timeout=30
+            )
         nf.client.run_job("fastmcp", "discover", workers="all", timeout=60)
         yield nf, base, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{mcp_port}/mcp"
 
@@ -97,7 +107,9 @@ def test_rest_routes_hide_what_other_jobs_and_the_host_hold(lab):
 
 
 async def mcp_session(url, work):
-    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {MCP_TOKEN}"}, timeout=httpx.Timeout(30, read=120)) as http:
+    async with httpx.AsyncClient(
+        headers={"Authorization": f"Bearer {MCP_TOKEN}"}, timeout=httpx.Timeout(30, read=120)
+    ) as http:
         async with streamable_http_client(url, http_client=http) as (read, write, _):
             async with ClientSession(read, write) as session:
                 await session.initialize()
@@ -126,7 +138,9 @@ def test_mcp_lists_the_hermes_tools_with_annotations_and_runs_an_agent(lab):
 
     tools, state = asyncio.run(mcp_session(url, work))
     assert all(name.startswith("service_hermes__task_") for name in (t.name for t in tools.values()))
-    assert {"start_run", "get_run", "interrupt", "approve", "deny", "get_approvals", "get_agents", "get_status"} <= set(tools)
+    assert {"start_run", "get_run", "interrupt", "approve", "deny", "get_approvals", "get_agents", "get_status"} <= set(
+        tools
+    )
     assert not set(tools) & (HIDDEN | {"invoke", "manage_agent", "schedule", "command"})
     start, read, stop, approve = (tools[n].annotations for n in ("start_run", "get_run", "interrupt", "approve"))
     assert (start.readOnlyHint, start.destructiveHint, start.openWorldHint) == (False, False, True)

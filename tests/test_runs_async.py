@@ -11,11 +11,20 @@ from conftest import Lab, network_jobs, ok, run
 
 WORKER = "hermes-worker-1"
 FB_SCHEMA = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
-BOUNCE = {"input_schema": FB_SCHEMA, "approval": True, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show users"]}}}
+BOUNCE = {
+    "input_schema": FB_SCHEMA,
+    "approval": True,
+    "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show users"]}},
+}
 AGENTS = {
     "alpha": {"instructions": "You are ALPHA."},
     "fixer": {"instructions": "You fix.", "toolsets": ["norfab"], "tools": {"bounce": BOUNCE}, "approval_timeout": 30},
-    "hasty": {"instructions": "You fix fast.", "toolsets": ["norfab"], "tools": {"bounce": BOUNCE}, "approval_timeout": 2},
+    "hasty": {
+        "instructions": "You fix fast.",
+        "toolsets": ["norfab"],
+        "tools": {"bounce": BOUNCE},
+        "approval_timeout": 2,
+    },
 }
 
 

@@ -110,6 +110,9 @@ def test_an_observation_period_ends_on_its_own(core_lab):
     assert listed["state"] == "completed", listed
     ran = len(hermes(nf, "schedule", agent="noc", action="history", schedule_id="short-watch", limit=100)["history"])
     time.sleep(5)
-    assert len(hermes(nf, "schedule", agent="noc", action="history", schedule_id="short-watch", limit=100)["history"]) <= ran + 1
+    assert (
+        len(hermes(nf, "schedule", agent="noc", action="history", schedule_id="short-watch", limit=100)["history"])
+        <= ran + 1
+    )
     assert ran >= 1
     hermes(nf, "schedule", agent="noc", action="remove", schedule_id="short-watch")

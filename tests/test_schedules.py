@@ -72,7 +72,9 @@ def schedule(nf, agent="interfaces", **kwargs):
 
 
 def create(nf, name, prompt, when, agent="interfaces"):
-    return schedule(nf, agent, action="create", definition={"name": name, "prompt": prompt, "schedule": when})["schedules"][0]
+    return schedule(nf, agent, action="create", definition={"name": name, "prompt": prompt, "schedule": when})[
+        "schedules"
+    ][0]
 
 
 def history(nf, name, agent="interfaces", count=1, status=None, timeout=30):
@@ -188,8 +190,14 @@ def test_a_schedule_created_in_chat_fires_and_lands_in_history(lab):
 @pytest.mark.parametrize(
     "kwargs, expected",
     [
-        ({"action": "create", "definition": {"name": "x", "prompt": "p", "schedule": "every fortnight"}}, "definition.schedule: Invalid duration"),
-        ({"action": "create", "definition": {"name": "x", "prompt": "p", "schedule": "2020-01-01T00:00"}}, "is in the past"),
+        (
+            {"action": "create", "definition": {"name": "x", "prompt": "p", "schedule": "every fortnight"}},
+            "definition.schedule: Invalid duration",
+        ),
+        (
+            {"action": "create", "definition": {"name": "x", "prompt": "p", "schedule": "2020-01-01T00:00"}},
+            "is in the past",
+        ),
         ({"action": "create", "definition": {"name": "x"}}, "definition: prompt, schedule required"),
         ({"action": "pause", "schedule_id": "nope"}, "schedule 'nope' not found for agent 'interfaces'"),
         ({"action": "pause"}, "schedule_id: 'pause' needs the schedule's id or name"),

@@ -96,7 +96,12 @@ def test_invoke_runs_on_the_agents_worker_and_shows_ids_to_continue(nf, app):
     out = nfcli(app, 'hermes invoke bgp "Check [r1] down"')
     sent = last_job(nf.client, "invoke")
     assert sent["workers_requested"] == LAB2
-    assert sent["kwargs"] == {"agent": "bgp", "instructions": "Check [r1] down", "session_id": None, "interactive": True}
+    assert sent["kwargs"] == {
+        "agent": "bgp",
+        "instructions": "Check [r1] down",
+        "session_id": None,
+        "interactive": True,
+    }
     assert "ECHO: Check [r1] down" in out  # Rich markup in replies is not eaten
     assert f"run {ids(out)['run']} started on agent 'bgp'" in out  # live events
     session_id = ids(out)["session"]
@@ -184,7 +189,7 @@ def test_invoke_of_a_shared_agent_name_goes_to_the_named_worker(nf, app):
             "session '20990101_000000_abcdef' of agent 'interfaces' is not on any alive hermes worker serving the agent "
             "(asked hermes-lab-1, hermes-lab-2); sessions resume only on their own worker",
         ),
-        ('hermes invoke bgp', "usage:"),
+        ("hermes invoke bgp", "usage:"),
         ("hermes invoke bgp check status", "'invoke' takes quoted text"),  # not 'hermes status'
     ],
 )
@@ -258,7 +263,9 @@ def test_chat_passes_native_commands_and_leaves_on_ctrl_d(nf, app):
     assert fresh["kwargs"]["session_id"] is None  # /new
     assert "token" in out.lower()
     assert "ECHO: fresh" in out
-    assert "agent 'nope' not found; known agents: hermes-lab-1: interfaces, routing" in out  # /agent looks on this worker
+    assert (
+        "agent 'nope' not found; known agents: hermes-lab-1: interfaces, routing" in out
+    )  # /agent looks on this worker
     assert "left chat" in out
     assert "ECHO: ok" in nfcli(app, 'hermes invoke routing "ok"')  # nf# still parses hermes commands
 

@@ -200,33 +200,57 @@ def test_delete_without_a_terminal_needs_yes(nf, app, files):
             "hermes create needs exactly one worker by name in workers (none was given): the new agent's profile "
             "is made on that worker; alive hermes workers: hermes-lab-1, hermes-lab-2",
         ),
-        (f"hermes create fresh from {SOURCE} workers hermes-lab-*", "needs exactly one worker by name in workers (not 'hermes-lab-*')"),
+        (
+            f"hermes create fresh from {SOURCE} workers hermes-lab-*",
+            "needs exactly one worker by name in workers (not 'hermes-lab-*')",
+        ),
         (f"hermes create fresh from {SOURCE} workers all", "needs exactly one worker by name in workers (not 'all')"),
         (
             f"hermes create fresh from {SOURCE} workers hermes-lab-1,hermes-lab-2",
             "needs exactly one worker by name in workers (not 'hermes-lab-1,hermes-lab-2')",
         ),
-        ("hermes clone fresh from routing", "hermes clone needs exactly one worker by name in workers (none was given)"),
-        (f"hermes create fresh from {SOURCE} workers hermes-lab-3", "hermes worker 'hermes-lab-3' is not registered with the broker"),
-        ("hermes create fresh workers hermes-lab-1", "create takes one definition file: hermes create NAME from nf://PATH.yaml"),
-        ("hermes create fresh from nf://hermes/agents/nosuch.yaml workers hermes-lab-1", "could not fetch 'nf://hermes/agents/nosuch.yaml'"),
-        (f"hermes create routing from {SOURCE} workers hermes-lab-1", "'routing' already exists on worker 'hermes-lab-1'"),
+        (
+            "hermes clone fresh from routing",
+            "hermes clone needs exactly one worker by name in workers (none was given)",
+        ),
+        (
+            f"hermes create fresh from {SOURCE} workers hermes-lab-3",
+            "hermes worker 'hermes-lab-3' is not registered with the broker",
+        ),
+        (
+            "hermes create fresh workers hermes-lab-1",
+            "create takes one definition file: hermes create NAME from nf://PATH.yaml",
+        ),
+        (
+            "hermes create fresh from nf://hermes/agents/nosuch.yaml workers hermes-lab-1",
+            "could not fetch 'nf://hermes/agents/nosuch.yaml'",
+        ),
+        (
+            f"hermes create routing from {SOURCE} workers hermes-lab-1",
+            "'routing' already exists on worker 'hermes-lab-1'",
+        ),
         (f"hermes create Fresh from {SOURCE} workers hermes-lab-1", "agent name 'Fresh' is not a valid profile name"),
         ("hermes clone fresh from nosuch workers hermes-lab-1", "agent 'nosuch' not found"),
         ("hermes clone fresh workers hermes-lab-1", "clone takes the agent to copy"),
-        ("hermes clone fresh from routing model workers hermes-lab-1", "clone takes the agent to copy and at most one model"),
+        (
+            "hermes clone fresh from routing model workers hermes-lab-1",
+            "clone takes the agent to copy and at most one model",
+        ),
         ("hermes create fresh from workers hermes-lab-1", "create takes one definition file"),
         ("hermes stop ospf", "agent 'ospf' not found; known agents: hermes-lab-1: interfaces, routing;"),
         (
             "hermes restart interfaces",
             "agent 'interfaces' is served by several hermes workers: hermes-lab-1, hermes-lab-2; choose one with workers",
         ),
-        ("hermes start bgp workers hermes-lab-1", "agent 'bgp' not found; known agents: hermes-lab-1: interfaces, routing"),
+        (
+            "hermes start bgp workers hermes-lab-1",
+            "agent 'bgp' not found; known agents: hermes-lab-1: interfaces, routing",
+        ),
         (
             "hermes delete routing yes",
             "agent: 'routing' is defined in the worker's inventory; remove it there and restart the worker",
         ),
-        ('hermes invoke bgp please delete routing', "'invoke' takes quoted text"),  # not 'hermes delete routing'
+        ("hermes invoke bgp please delete routing", "'invoke' takes quoted text"),  # not 'hermes delete routing'
     ],
 )
 def test_lifecycle_errors_are_clear(nf, app, files, line, error):

@@ -21,13 +21,19 @@ CLOCK = {"input_schema": FB, "norfab": {"service": "nornir", "task": "cli", "kwa
 QUOTE = "Verdict: clock read\n```\n{% for line in grep('clock', 'UTC') %}{{ line }}\n{% endfor %}```"
 RULES = [
     {"match": "QUOTE THE CLOCK", "steps": [{"call": "clock", "args": {"FB": "r1"}}, {"say": QUOTE}]},
-    {"match": "(?i)hand over the unresolved", "steps": [{"say": "Briefing: {{ lines(message, '^### ') | join(' / ') }}"}]},
+    {
+        "match": "(?i)hand over the unresolved",
+        "steps": [{"say": "Briefing: {{ lines(message, '^### ') | join(' / ') }}"}],
+    },
 ]
 KEEPER = {"instructions": "You keep notes.", "memory": True, "toolsets": ["norfab"], "tools": {"clock": CLOCK}}
 
 
 LAB = Lab(
-    workers={LAB1: {"keeper": KEEPER, "noc": {"instructions": "You hand over."}}, LAB2: {"routing": {**KEEPER, "memory": False}}},
+    workers={
+        LAB1: {"keeper": KEEPER, "noc": {"instructions": "You hand over."}},
+        LAB2: {"routing": {**KEEPER, "memory": False}},
+    },
     hosts=("r1",),
 )
 
@@ -47,7 +53,9 @@ def app(nf):
 def test_memory_is_listed_and_cleared(nf, app, tmp_path):
     fact = "core1 recovers with clear ip bgp 10.250.0.2"
     add = json.dumps({"action": "add", "target": "memory", "content": fact})
-    assert not run(nf.client, "invoke", LAB1, job_timeout=120, agent="keeper", instructions=f"CALL memory {add}")["failed"]
+    assert not run(nf.client, "invoke", LAB1, job_timeout=120, agent="keeper", instructions=f"CALL memory {add}")[
+        "failed"
+    ]
     with terminal_width(80):
         out = fits(nfcli(app, "hermes memory keeper"))
     assert f"agent 'keeper' on worker '{LAB1}' (memory on, skills off): listed" in out
@@ -56,7 +64,10 @@ def test_memory_is_listed_and_cleared(nf, app, tmp_path):
     assert "1 memory entry of agent 'keeper' forgotten" in out
     assert "core1 recovers" not in out
     assert last_job(nf.client, "memory")["kwargs"] == {
-        "agent": "keeper", "action": "clear", "target": "memory", "entry": "clear ip bgp"
+        "agent": "keeper",
+        "action": "clear",
+        "target": "memory",
+        "entry": "clear ip bgp",
     }
     assert "(memory off, skills off)" in nfcli(app, "hermes memory routing")
     assert "entry goes with clear" in nfcli(app, 'hermes memory keeper entry "x"')
@@ -65,7 +76,9 @@ def test_memory_is_listed_and_cleared(nf, app, tmp_path):
 def test_an_invoke_points_at_its_evidence(nf, app):
     out = nfcli(app, 'hermes invoke keeper "QUOTE THE CLOCK"')
     run_id = re.search(r"run ([0-9a-f]{12})", out).group(1)
-    assert f"1 tool result(s) kept whole as evidence: hermes evidence keeper {run_id} workers {LAB1}" in " ".join(out.split())
+    assert f"1 tool result(s) kept whole as evidence: hermes evidence keeper {run_id} workers {LAB1}" in " ".join(
+        out.split()
+    )
 
 
 def test_evidence_and_the_incident_note(nf, app, tmp_path):
@@ -85,7 +98,12 @@ def test_evidence_and_the_incident_note(nf, app, tmp_path):
     assert f"(artifacts/{artifact['artifact_id']}.txt)" in note
     assert artifact["sha256"] in note
     kept = (tmp_path / "artifacts" / f"{artifact['artifact_id']}.txt").read_text()
-    assert kept == run(nf.client, "evidence", LAB1, agent="keeper", artifact_id=artifact["artifact_id"])["result"]["artifact"]["text"]
+    assert (
+        kept
+        == run(nf.client, "evidence", LAB1, agent="keeper", artifact_id=artifact["artifact_id"])["result"]["artifact"][
+            "text"
+        ]
+    )
     assert "evidence takes the agent and the run id" in nfcli(app, "hermes evidence keeper")
 
 

@@ -22,7 +22,11 @@ from norfab_hermes.nfcli.runs import FOLLOW_POLL, HermesApproveCommand
 
 app = test_shell.app  # nfcli's shell with the hermes plugin mounted, over this module's nf
 FB_SCHEMA = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
-BOUNCE = {"input_schema": FB_SCHEMA, "approval": True, "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show users"]}}}
+BOUNCE = {
+    "input_schema": FB_SCHEMA,
+    "approval": True,
+    "norfab": {"service": "nornir", "task": "cli", "kwargs": {"commands": ["show users"]}},
+}
 ALPHA = {"instructions": "You are ALPHA."}
 FIXER = {"instructions": "You fix.", "toolsets": ["norfab"], "tools": {"bounce": BOUNCE}, "approval_timeout": 30}
 BOUNCE_R1 = """'CALL bounce {"FB": "r1"}'"""  # the scripted model calls the tool; single quotes keep the JSON's
@@ -70,11 +74,15 @@ def test_invoke_background_answers_at_once_and_run_follows_it(nf, app):
     assert sent["workers_requested"] == [LAB2]
     assert sent["kwargs"] == {"agent": "alpha", "instructions": "SLEEP 3", "session_id": None, "run_timeout": 60}
     run_id, session_id = ids(out)["run"], ids(out)["session"]
-    assert f"run {run_id} started in the background: agent 'alpha' on worker '{LAB2}', session {session_id}" in flat(out)
+    assert f"run {run_id} started in the background: agent 'alpha' on worker '{LAB2}', session {session_id}" in flat(
+        out
+    )
     assert f"follow it: hermes run alpha {run_id} workers {LAB2} follow" in flat(out)
 
     out = nfcli(app, f"hermes run alpha {run_id}")  # alpha is on both workers: the one that ran it answers
-    assert re.search(rf"run {run_id} \| agent alpha \| worker {LAB2} \| (queued|running) \| session {session_id}", flat(out)), out
+    assert re.search(
+        rf"run {run_id} \| agent alpha \| worker {LAB2} \| (queued|running) \| session {session_id}", flat(out)
+    ), out
     assert f"run {run_id} started on agent 'alpha'" in out
     assert "SLEPT" not in out
     assert f"follow it: hermes run alpha {run_id} workers {LAB2} follow" in flat(out)
@@ -110,7 +118,9 @@ def test_approve_a_parked_call_from_the_inbox(lab, app):
     run_id, out = background(app, "fixer", BOUNCE_R1)
     assert last_job(nf.client, "start_run")["kwargs"]["instructions"] == 'CALL bounce {"FB": "r1"}'
     out = wait_for(app, f"hermes run fixer {run_id}", "waiting_for_approval")
-    approval_id = re.search(r"waiting for approval ([0-9a-f]{12}): bounce \(nornir\.cli on any\)", out).group(1)  # an event
+    approval_id = re.search(r"waiting for approval ([0-9a-f]{12}): bounce \(nornir\.cli on any\)", out).group(
+        1
+    )  # an event
     assert re.search(rf"{approval_id}\s+│\s+bounce\s+│\s+nornir\.cli on any\s+│.*│\s+pending\s+│", out), out
     assert f'decide it: hermes approve {approval_id} (note "WHY") or hermes deny {approval_id}' in flat(out)
 
@@ -118,8 +128,11 @@ def test_approve_a_parked_call_from_the_inbox(lab, app):
     sent = last_job(nf.client, "get_approvals")
     assert sent["workers_requested"] == [LAB1, LAB2]
     assert sent["kwargs"] == {}
-    row = re.search(rf"{LAB1}\s+│\s+{approval_id}\s+│\s+fixer\s+│\s+{run_id}\s+│\s+bounce\s+│\s+nornir\.cli on any\s+│\s+"
-                    r'\{"FB": "r1"\}\s+│\s+in \d+s', out)
+    row = re.search(
+        rf"{LAB1}\s+│\s+{approval_id}\s+│\s+fixer\s+│\s+{run_id}\s+│\s+bounce\s+│\s+nornir\.cli on any\s+│\s+"
+        r'\{"FB": "r1"\}\s+│\s+in \d+s',
+        out,
+    )
     assert row, out
     assert not shows_users(base), "the call ran before anyone approved it"
 
@@ -175,7 +188,9 @@ def test_follow_shows_the_approval_and_waits_for_the_decision(lab, app):
                 for approval in run(other, "get_approvals", worker=LAB1)["result"]:
                     if approval["run_id"] == run_id:
                         time.sleep(3 * FOLLOW_POLL)  # the follower polls meanwhile and sees it waiting
-                        decided.update(run(other, "approve", worker=LAB1, approval_id=approval["approval_id"])["result"])
+                        decided.update(
+                            run(other, "approve", worker=LAB1, approval_id=approval["approval_id"])["result"]
+                        )
                 time.sleep(0.5)
         finally:
             other.destroy()
@@ -199,7 +214,10 @@ def test_ctrl_c_stops_following_not_the_run(nf, app):
     started = time.time()
     out = nfcli(app, f"hermes run alpha {run_id} follow")
     assert time.time() - started < 3
-    assert f"stopped following; run {run_id} goes on on worker '{LAB1}': hermes run alpha {run_id} workers {LAB1} (follow)" in flat(out)
+    assert (
+        f"stopped following; run {run_id} goes on on worker '{LAB1}': hermes run alpha {run_id} workers {LAB1} (follow)"
+        in flat(out)
+    )
     assert signal.getsignal(signal.SIGINT) == handler
     assert not nf.exiting
     assert "SLEPT 4" in nfcli(app, f"hermes run alpha {run_id} follow")  # the run went on
@@ -208,16 +226,25 @@ def test_ctrl_c_stops_following_not_the_run(nf, app):
 @pytest.mark.parametrize(
     "line, error",
     [
-        ("hermes approve 000000000000", "approval '000000000000' is not known on any hermes worker (asked hermes-lab-1, hermes-lab-2)"),
-        (f"hermes deny 0012e4 workers {LAB2}", "approval '0012e4' is not known on any hermes worker (asked hermes-lab-2)"),
+        (
+            "hermes approve 000000000000",
+            "approval '000000000000' is not known on any hermes worker (asked hermes-lab-1, hermes-lab-2)",
+        ),
+        (
+            f"hermes deny 0012e4 workers {LAB2}",
+            "approval '0012e4' is not known on any hermes worker (asked hermes-lab-2)",
+        ),
         ("hermes deny abc note", 'note takes the reason, quoted: hermes deny ID note "WHY"'),
         ("hermes approvals workers hermes-core-*", "no alive hermes worker matches 'hermes-core-*'"),
-        ("hermes run alpha 00badc0ffee0", "run '00badc0ffee0' of agent 'alpha' is not known on any hermes worker serving the agent (asked hermes-lab-1, hermes-lab-2)"),
+        (
+            "hermes run alpha 00badc0ffee0",
+            "run '00badc0ffee0' of agent 'alpha' is not known on any hermes worker serving the agent (asked hermes-lab-1, hermes-lab-2)",
+        ),
         ("hermes run fixer 0123", "run '0123' is not known on worker 'hermes-lab-1'"),  # one worker: its own answer
         ("hermes run alpha", "run takes the agent and the run id: hermes run AGENT RUN_ID"),
         ('hermes invoke alpha "hi" background', "agent 'alpha' is served by several hermes workers"),
         (f'hermes invoke alpha "/usage" background workers {LAB1}', "looks like a slash command"),
-        ('hermes chat alpha background', "background is an option of invoke, follow one of run"),
+        ("hermes chat alpha background", "background is an option of invoke, follow one of run"),
         ("hermes invoke alpha run the check", "'invoke' takes quoted text"),  # not 'hermes run'
     ],
 )

@@ -49,7 +49,9 @@ def test_create_list_pause_resume_run_history_update_remove(nf, app):
     assert f"run it now: hermes schedule bgp run {schedule_id} workers {LAB2}" in flat(out)
 
     out = nfcli(app, "hermes schedules bgp")
-    assert re.search(rf"{schedule_id}\s+│\s+r1-watch\s+│\s+every 5m\s+│\s+scheduled\s+│.*│\s+0/3\s+│\s+norfab", out), out
+    assert re.search(rf"{schedule_id}\s+│\s+r1-watch\s+│\s+every 5m\s+│\s+scheduled\s+│.*│\s+0/3\s+│\s+norfab", out), (
+        out
+    )
     assert f"schedules of agent 'bgp' on worker '{LAB2}'" in out
 
     out = nfcli(app, f"hermes status workers {LAB2}")  # the scheduler table
@@ -80,11 +82,18 @@ def test_create_list_pause_resume_run_history_update_remove(nf, app):
     assert re.search(r"r1-watch\s+│.*│\s+ok\s+│\s+1/3\s+│", nfcli(app, "hermes schedules bgp"))
 
     out = nfcli(app, 'hermes schedule bgp update r1-watch every "10m" prompt "Check r2 interfaces"')
-    assert last_job(nf.client, "schedule")["kwargs"]["definition"] == {"schedule": "every 10m", "prompt": "Check r2 interfaces"}
+    assert last_job(nf.client, "schedule")["kwargs"]["definition"] == {
+        "schedule": "every 10m",
+        "prompt": "Check r2 interfaces",
+    }
     assert "schedule 'r1-watch' updated: prompt, schedule" in out
     assert re.search(r"r1-watch\s+│\s+every 10m", out)
     nfcli(app, "hermes schedule bgp update r1-watch every '*/5 * * * *' name r2-watch repeat 5")
-    assert last_job(nf.client, "schedule")["kwargs"]["definition"] == {"schedule": "*/5 * * * *", "name": "r2-watch", "repeat": 5}
+    assert last_job(nf.client, "schedule")["kwargs"]["definition"] == {
+        "schedule": "*/5 * * * *",
+        "name": "r2-watch",
+        "repeat": 5,
+    }
 
     out = nfcli(app, "hermes schedule bgp remove r2-watch")  # not a terminal: no question
     assert "schedule 'r2-watch' removed with its history" in out
@@ -107,7 +116,11 @@ def test_remove_asks_first_on_a_terminal(nf, app, monkeypatch):
         assert last_job(nf.client, "schedule")["kwargs"]["action"] == "history"  # a lookup only, nothing removed
         out = nfcli(app, "hermes schedule routing remove hourly", ["yes"])
         assert "schedule 'hourly' removed with its history" in out
-        assert last_job(nf.client, "schedule")["kwargs"] == {"agent": "routing", "action": "remove", "schedule_id": schedule_id}
+        assert last_job(nf.client, "schedule")["kwargs"] == {
+            "agent": "routing",
+            "action": "remove",
+            "schedule_id": schedule_id,
+        }
         out = nfcli(app, "hermes schedule routing remove hourly", ["y"])  # gone: no question, the worker's answer
         assert "schedule 'hourly' not found for agent 'routing'" in flat(out)
     os.close(master)
@@ -127,12 +140,18 @@ def test_remove_asks_first_on_a_terminal(nf, app, monkeypatch):
             "agent 'interfaces' is served by several hermes workers: hermes-lab-1, hermes-lab-2; choose one with workers",
         ),
         ("hermes schedules ospf", "agent 'ospf' not found; known agents:"),
-        ('hermes schedule bgp add "every 5m" "Check r1"', "add takes the schedule and the prompt, each quoted, and a name"),
+        (
+            'hermes schedule bgp add "every 5m" "Check r1"',
+            "add takes the schedule and the prompt, each quoted, and a name",
+        ),
         ('hermes schedule bgp add every 5m "Check r1" name x', "add takes the schedule and the prompt, each quoted"),
         ('hermes schedule bgp add "every 5 fortnights" "Check" name x', "definition.schedule:"),
         ("hermes schedule bgp update r1-watch", "update takes what to change: name, prompt, every, repeat"),
         ("hermes schedule bgp run r1-watch name x", "run takes no name; those are for add and update"),
-        ("hermes schedule bgp frobnicate r1-watch", "hermes schedule takes an agent and one of add, update, run, remove"),
+        (
+            "hermes schedule bgp frobnicate r1-watch",
+            "hermes schedule takes an agent and one of add, update, run, remove",
+        ),
         ("hermes history bgp", "history takes the schedule: hermes history AGENT schedule ID"),
         ('hermes schedule bgp add "every 5m" Check status', "'schedule' takes quoted text"),  # not 'hermes status'
     ],
@@ -184,7 +203,11 @@ def test_schedules_history_and_status_fit_80_columns_and_history_works_in_the_su
         app.onecmd("hermes")
         try:
             app.onecmd("history bgp schedule narrow-check")
-            assert last_job(nf.client, "schedule")["kwargs"] == {"agent": "bgp", "action": "history", "schedule_id": "narrow-check"}
+            assert last_job(nf.client, "schedule")["kwargs"] == {
+                "agent": "bgp",
+                "action": "history",
+                "schedule_id": "narrow-check",
+            }
             sent = len(nf.client.job_db.fetch_jobs(service="hermes", task="schedule", last=1000))
             app.onecmd("history")  # bare: PICLE's command history, no job
             assert len(nf.client.job_db.fetch_jobs(service="hermes", task="schedule", last=1000)) == sent

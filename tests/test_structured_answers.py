@@ -27,7 +27,7 @@ RULES = [
     {
         "match": "Answer again with only the JSON document",
         "steps": [
-            {"say": "{% if 'HOPELESS' in system %}still prose{% else %}{\"blockers\": [], \"ready\": true}{% endif %}"}
+            {"say": '{% if \'HOPELESS\' in system %}still prose{% else %}{"blockers": [], "ready": true}{% endif %}'}
         ],
     },
 ]

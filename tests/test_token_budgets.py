@@ -44,6 +44,7 @@ def model():
     with ScriptedModelServer(ScriptedModel(Scenario(RULES)), model_ids=["alpha-model"]) as server:
         yield server
 
+
 LAB = Lab(workers={WORKER: AGENTS})
 
 

@@ -22,11 +22,16 @@ def status(nf):
 
 
 def test_tools_of_a_service_that_starts_later_become_ready_without_a_run(model, tmp_path):
-    workers = {HERMES: hermes_worker(model.base_url, {"late": LATE}, tool_retry_interval=1), NORNIR: {"service": "nornir"}}
+    workers = {
+        HERMES: hermes_worker(model.base_url, {"late": LATE}, tool_retry_interval=1),
+        NORNIR: {"service": "nornir"},
+    }
     with norfab(tmp_path, workers, separate=(NORNIR,)) as nf:
         first = status(nf)
         assert not first["ready"], first
-        assert any("tool 'show': could not list the tasks of service 'nornir'" in error for error in first["errors"]), first
+        assert any("tool 'show': could not list the tasks of service 'nornir'" in error for error in first["errors"]), (
+            first
+        )
         with worker_process(nf, NORNIR):
             deadline = time.time() + 90
             now = status(nf)

@@ -32,7 +32,11 @@ AGENTS = {
                     "required": ["FB", "what"],
                 },
                 # raw: NorFab renders inventory with Jinja2 before the worker sees it
-                "norfab": {**CLI, "kwargs": {"commands": ["{% raw %}show {{ job_data.what }}{% endraw %}"]}, "job_data": ["what"]},
+                "norfab": {
+                    **CLI,
+                    "kwargs": {"commands": ["{% raw %}show {{ job_data.what }}{% endraw %}"]},
+                    "job_data": ["what"],
+                },
             },
             "clock_on_one_worker": {
                 "input_schema": FB_SCHEMA,
@@ -74,7 +78,12 @@ AGENTS = {
     "ghost": {
         "instructions": "Your service is missing.",
         "toolsets": ["norfab"],
-        "tools": {"haunt": {"input_schema": {"type": "object", "properties": {}}, "norfab": {"service": "nosuch", "task": "cli"}}},
+        "tools": {
+            "haunt": {
+                "input_schema": {"type": "object", "properties": {}},
+                "norfab": {"service": "nosuch", "task": "cli"},
+            }
+        },
     },
 }
 
@@ -104,7 +113,12 @@ def test_agent_reads_real_device_output(nf, model):
     assert "FastEthernet1 is down, line protocol is down" in output
     assert "FastEthernet1 is down, line protocol is down" in result["response"]
     [call] = result["tool_calls"]
-    assert (call["tool"], call["service"], call["task"], call["workers"]) == ("inspect_interfaces", "nornir", "cli", "all")
+    assert (call["tool"], call["service"], call["task"], call["workers"]) == (
+        "inspect_interfaces",
+        "nornir",
+        "cli",
+        "all",
+    )
     assert call["status"] == "completed"
     assert call["job_uuid"] == tool["job_uuid"]
     assert call["truncated"] is False
@@ -215,7 +229,10 @@ def test_same_tool_name_in_two_agents_runs_each_definition_concurrently(nf, mode
 
 def test_tool_events_reach_the_invoke_job(nf):
     future = nf.client.submit_job(
-        "hermes", "invoke", kwargs={"agent": "interfaces", "instructions": 'CALL inspect_interfaces {"FB": "r2"}'}, workers=WORKER
+        "hermes",
+        "invoke",
+        kwargs={"agent": "interfaces", "instructions": 'CALL inspect_interfaces {"FB": "r2"}'},
+        workers=WORKER,
     )
     messages = [e["message"] for e in future.events(timeout=60) if e.get("event_type") == "progress"]
     result = result_of(future, WORKER)["result"]
@@ -270,7 +287,11 @@ def test_an_empty_completed_result_for_named_hosts_is_not_evidence():
     from norfab_hermes.worker.tools.runner import ToolRunner
     from norfab_hermes.worker.tools.specs import ToolSpec
 
-    spec = ToolSpec("interfaces", "inspect_interfaces", ToolDefinition.model_validate(AGENTS["interfaces"]["tools"]["inspect_interfaces"]))
+    spec = ToolSpec(
+        "interfaces",
+        "inspect_interfaces",
+        ToolDefinition.model_validate(AGENTS["interfaces"]["tools"]["inspect_interfaces"]),
+    )
     reply = {"nornir-worker-1": {"status": "completed", "failed": False, "errors": [], "result": {}}}
     text, status, error = ToolRunner(None, 1000, 1).render(spec, "uuid-1", reply, {"FB": "r1"})
     assert status == "failed"

@@ -84,7 +84,9 @@ def inventory(base: Path, model_url: str) -> None:
         "logging": {"handlers": {"terminal": {"level": "CRITICAL"}, "file": {"level": "INFO"}}},
         "topology": {"broker": True, "workers": ["hermes-lab-1"]},
         "workers": {"hermes-lab-1": [worker]},
-        "plugins": {"hermes": {"nfcli": {"mount_path": "hermes", "shell_model": "norfab_hermes.nfcli_shell:HermesShell"}}},
+        "plugins": {
+            "hermes": {"nfcli": {"mount_path": "hermes", "shell_model": "norfab_hermes.nfcli_shell:HermesShell"}}
+        },
     }
     (base / "inventory.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
 

@@ -90,14 +90,22 @@ def report(result: dict) -> None:
     print("\n" + textwrap.indent(result["response"], "  ") + "\n")
     for call in result["tool_calls"]:
         asked = call.get("delegated")
-        where = f"  -> {asked['agent']}@{asked['worker']} run {asked['run_id']} session {asked['session_id']}" if asked else ""
-        print(f"  tool {call['tool']:<17} {call['status']:<9} {call['duration']:5.2f}s  job {call['job_uuid'] or '-'}{where}")
+        where = (
+            f"  -> {asked['agent']}@{asked['worker']} run {asked['run_id']} session {asked['session_id']}"
+            if asked
+            else ""
+        )
+        print(
+            f"  tool {call['tool']:<17} {call['status']:<9} {call['duration']:5.2f}s  job {call['job_uuid'] or '-'}{where}"
+        )
     usage = result["usage"]
     print(
         f"\n  {result['stop_reason']} | run {result['run_id']} | session {result['session_id']} | "
         f"worker {result['worker']} | {usage['api_calls']} model calls, {usage['total_tokens']} tokens"
     )
-    print(f"  continue: nf# hermes invoke {result['agent']} \"...\" session {result['session_id']} workers {result['worker']}")
+    print(
+        f'  continue: nf# hermes invoke {result["agent"]} "..." session {result["session_id"]} workers {result["worker"]}'
+    )
 
 
 SCHEDULE = {"name": "r1-interfaces", "prompt": "Check interfaces on r1", "schedule": "* * * * * */10"}
@@ -112,7 +120,9 @@ def schedule(client: Any, **kwargs: Any) -> dict:
 
 def scheduled_check(client: Any) -> None:
     """The interface check as a schedule: created, fired on its own, its history read back."""
-    print(f'\nnf# hermes schedule interfaces add "{SCHEDULE["schedule"]}" "{SCHEDULE["prompt"]}" name {SCHEDULE["name"]}\n')
+    print(
+        f'\nnf# hermes schedule interfaces add "{SCHEDULE["schedule"]}" "{SCHEDULE["prompt"]}" name {SCHEDULE["name"]}\n'
+    )
     if any(s["name"] == SCHEDULE["name"] for s in schedule(client, action="list")["schedules"]):
         schedule(client, action="remove", schedule_id=SCHEDULE["name"])  # left paused by an earlier demo
     created = schedule(client, action="create", definition=SCHEDULE)
@@ -121,13 +131,19 @@ def scheduled_check(client: Any) -> None:
     runs = []
     while not runs and time.time() < deadline:
         time.sleep(1)
-        runs = [r for r in schedule(client, action="history", schedule_id=SCHEDULE["name"])["history"] if r["status"] != "missed"]
+        runs = [
+            r
+            for r in schedule(client, action="history", schedule_id=SCHEDULE["name"])["history"]
+            if r["status"] != "missed"
+        ]
     schedule(client, action="pause", schedule_id=SCHEDULE["name"])
     if not runs:
         raise SystemExit("the schedule did not fire within 60 s")
     print(f"\nnf# hermes history interfaces schedule {SCHEDULE['name']}\n")
     for run in runs:
-        print(f"  {run['status']} | due {run['due']} | started {run['started']} | {run['duration']:.1f}s | session {run['session_id']}")
+        print(
+            f"  {run['status']} | due {run['due']} | started {run['started']} | {run['duration']:.1f}s | session {run['session_id']}"
+        )
         print("\n" + textwrap.indent(run["response"], "  ") + "\n")
         for call in run["tool_calls"]:
             print(f"  tool {call['tool']:<17} {call['status']:<9} job {call['job_uuid'] or '-'}  {call['error'] or ''}")

@@ -49,7 +49,14 @@ def start_core_worker(processes: list) -> None:
     log = open(LAB / "core" / "hermes-worker-2.out", "ab")
     nfcli = Path(sys.executable).with_name("nfcli")
     processes.append(
-        subprocess.Popen([str(nfcli), "-i", "inventory.yaml", "-w"], cwd=LAB / "core", env=env, stdout=log, stderr=log, start_new_session=True)
+        subprocess.Popen(
+            [str(nfcli), "-i", "inventory.yaml", "-w"],
+            cwd=LAB / "core",
+            env=env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
     )
 
 

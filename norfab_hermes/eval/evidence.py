@@ -121,7 +121,9 @@ def _step_sources(result: ToolResult, uuid: Any, step: Any) -> List[Source]:
     for path, text in _leaves(step.get("result") if isinstance(step, dict) else None):
         device, command = (path[0], path[1]) if task.startswith("nornir.") and len(path) >= 2 else (None, task or None)
         found.append(
-            Source(tool=result.tool, job_uuid=uuid, device=device, command=command, via=result.via, lines=text.splitlines())
+            Source(
+                tool=result.tool, job_uuid=uuid, device=device, command=command, via=result.via, lines=text.splitlines()
+            )
         )
     return found
 

@@ -138,7 +138,9 @@ def carried(job: Job, run: RunData) -> List[str]:
         if missing:
             reasons.append(f"the answer does not cite the earlier sessions and runs {', '.join(missing)}")
     note = run.report or {}
-    if job.report and (not note or note.get("linked") != note.get("quotes") or note.get("verified") != note.get("artifacts")):
+    if job.report and (
+        not note or note.get("linked") != note.get("quotes") or note.get("verified") != note.get("artifacts")
+    ):
         reasons.append(
             f"the incident note links {note.get('linked')} of {note.get('quotes')} quote(s) to an artifact, "
             f"{note.get('verified')} of {note.get('artifacts')} artifact digest(s) verified"
@@ -173,6 +175,8 @@ def score(job: Job, run: RunData, prices: Optional[Prices] = None) -> RunScore:
     needed = job.truth.needed_tools
     share = len(tools.needed) / len(needed) if needed else 1.0
     # a run that could not be made or read is that, and nothing else
-    result.reasons = [run.error] if run.error else failures(job.expect, result, share, run.stop_reason) + carried(job, run)
+    result.reasons = (
+        [run.error] if run.error else failures(job.expect, result, share, run.stop_reason) + carried(job, run)
+    )
     result.passed = not result.reasons
     return result

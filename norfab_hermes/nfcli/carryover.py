@@ -50,12 +50,14 @@ class HermesMemoryCommand(WorkersOption):
         if misparsed(kwargs):
             return misparsed(kwargs)
         if entry is not None and clear is None:
-            return usage("entry goes with clear: hermes memory AGENT clear memory entry \"TEXT\"")
+            return usage('entry goes with clear: hermes memory AGENT clear memory entry "TEXT"')
         text = " ".join(map(str, entry)) if isinstance(entry, list) else as_str(entry)
         return guarded(lambda: memory(router(), str(agent), clear, text, as_str(workers)))
 
 
-def memory(routes: Router, agent: str, clear: Optional[str], entry: Optional[str], workers: Optional[str]) -> RenderableType:
+def memory(
+    routes: Router, agent: str, clear: Optional[str], entry: Optional[str], workers: Optional[str]
+) -> RenderableType:
     target = routes.resolve(agent, workers)
     kwargs = {"action": "clear", "target": clear, "entry": entry} if clear else {"action": "list"}
     res = routes.one("memory", target, {k: v for k, v in kwargs.items() if v})
@@ -95,7 +97,9 @@ def evidence(routes: Router, args: List[str], workers: Optional[str]) -> Rendera
         table(title, EVIDENCE_COLUMNS, rows, drop=["collected", "chars", "job", "sha256"], text={"command": WRAP})
     ]
     if data.artifacts:
-        parts.append(hint(f"read one whole: hermes evidence {target.agent} {args[1]} ARTIFACT_ID workers {target.worker}"))
+        parts.append(
+            hint(f"read one whole: hermes evidence {target.agent} {args[1]} ARTIFACT_ID workers {target.worker}")
+        )
     return Group(*parts)
 
 

@@ -143,7 +143,9 @@ class Chat:
         ]
         columns = ["session", "title", "last active", "messages", "preview"]
         text = {"title": CLIP, "preview": CLIP}
-        self.console.print(table(f"sessions of '{self.target.agent}'", columns, rows, drop=["title", "messages"], text=text))
+        self.console.print(
+            table(f"sessions of '{self.target.agent}'", columns, rows, drop=["title", "messages"], text=text)
+        )
 
     def switch(self, words: List[str]) -> None:
         if len(words) not in (1, 3) or (len(words) == 3 and words[1] != "workers"):
@@ -159,7 +161,9 @@ class Chat:
         self.say(f"now chatting with agent '{self.target.agent}' on worker '{self.target.worker}', new session")
 
     def native(self, line: str) -> None:
-        res = self.router.one("command", self.target, {"command": line, "session_id": self.session_id}, COMMAND_JOB_TIMEOUT)
+        res = self.router.one(
+            "command", self.target, {"command": line, "session_id": self.session_id}, COMMAND_JOB_TIMEOUT
+        )
         if res.get("failed"):
             self.console.print(error_text(res.get("errors") or []))
             return

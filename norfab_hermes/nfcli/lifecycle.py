@@ -86,10 +86,15 @@ class HermesCreateCommand(WorkersOption):
 class HermesCloneCommand(WorkersOption):
     model_config = ConfigDict(populate_by_name=True)
     from_: str = Field(
-        None, alias="from", description="The agent to copy, on the worker named in workers", json_schema_extra={"presence": True}
+        None,
+        alias="from",
+        description="The agent to copy, on the worker named in workers",
+        json_schema_extra={"presence": True},
     )
     model: str = Field(
-        None, description="Model id of the copy, e.g. gpt-4.1 (default: the original's)", json_schema_extra={"presence": True}
+        None,
+        description="Model id of the copy, e.g. gpt-4.1 (default: the original's)",
+        json_schema_extra={"presence": True},
     )
 
     @staticmethod
@@ -104,8 +109,13 @@ class HermesCloneCommand(WorkersOption):
             return misparsed(kwargs)
         original, model_id = single(from_), single(model)
         if original is None or (model is not None and model_id is None):
-            return usage("clone takes the agent to copy and at most one model: hermes clone NAME from AGENT (model ID) workers W")
-        task = {"clone_from": original, "definition": {"hermes": {"model": {"default": model_id}}} if model_id else None}
+            return usage(
+                "clone takes the agent to copy and at most one model: hermes clone NAME from AGENT (model ID) workers W"
+            )
+        task = {
+            "clone_from": original,
+            "definition": {"hermes": {"model": {"default": model_id}}} if model_id else None,
+        }
         name, where = str(agent), as_str(workers)
         return guarded(lambda: create(router(), "clone", name, where, task))
 

@@ -267,7 +267,9 @@ def reply_view(res: dict, continue_hint: Optional[str] = None, streamed: str = "
         problem = f": {call.error}" if call.error else ""
         asked = call.delegated
         child = f" -> {asked.agent}@{asked.worker} run {asked.run_id} session {asked.session_id}" if asked else ""
-        parts.append(Text(f"tool {call.tool}{where} {call.status} in {call.duration:.2f}s{job}{child}{problem}", style="dim"))
+        parts.append(
+            Text(f"tool {call.tool}{where} {call.status} in {call.duration:.2f}s{job}{child}{problem}", style="dim")
+        )
     for warning in data.warnings:
         parts.append(Text(f"warning: {warning}", style="yellow"))
     style = "dim" if data.stop_reason == "completed" else "yellow"
@@ -279,7 +281,9 @@ def reply_view(res: dict, continue_hint: Optional[str] = None, streamed: str = "
         )
     )
     if data.lineage:
-        parts.append(Text(f"asked by {' -> '.join(data.lineage.chain)} (run {data.lineage.parent_run_id})", style="dim"))
+        parts.append(
+            Text(f"asked by {' -> '.join(data.lineage.chain)} (run {data.lineage.parent_run_id})", style="dim")
+        )
     if data.structured_error:
         parts.append(Text(f"structured answer: {data.structured_error}", style="yellow"))
     if data.artifacts:

@@ -39,7 +39,12 @@ COLUMNS = ["id", "name", "schedule", "state", "next run", "last run", "last stat
 HISTORY_COLUMNS = ["status", "due", "started", "duration", "finding", "session"]
 FINDING_CHARS = 120  # of a finding's first line shown in history
 BARE_DURATION = re.compile(r"^\d+\s*[a-z]+$", re.IGNORECASE)  # "10m", "2h": alone, Hermes would run it once
-STATUS_STYLES = {"ok": "green", "recovered": "green", "missed": "yellow", "interrupted": "yellow"}  # anything else is red
+STATUS_STYLES = {
+    "ok": "green",
+    "recovered": "green",
+    "missed": "yellow",
+    "interrupted": "yellow",
+}  # anything else is red
 NEXT_STEP = {
     "create": "run it now: hermes schedule {agent} run {ref} workers {worker}",
     "pause": "resume it: hermes resume {agent} schedule {ref} workers {worker}",
@@ -94,8 +99,15 @@ def schedule_command(
     text = {key: str(value) for key, value in given.items() if key != "repeat"}
     if action == "add":
         if len(rest) < 2 or "name" not in given or "prompt" in given or "every" in given:
-            return usage('add takes the schedule and the prompt, each quoted, and a name: add "every 5m" "PROMPT" name NAME')
-        definition = {"schedule": rest[0], "prompt": " ".join(rest[1:]), "name": text["name"], "repeat": given.get("repeat")}
+            return usage(
+                'add takes the schedule and the prompt, each quoted, and a name: add "every 5m" "PROMPT" name NAME'
+            )
+        definition = {
+            "schedule": rest[0],
+            "prompt": " ".join(rest[1:]),
+            "name": text["name"],
+            "repeat": given.get("repeat"),
+        }
         target = router.resolve(agent, workers)
         data = ask(router, target, "create", definition={k: v for k, v in definition.items() if v is not None})
         return data if isinstance(data, Text) else action_view(target, data)
@@ -110,7 +122,9 @@ def schedule_command(
             "schedule": every(text["every"]) if "every" in text else None,
             "repeat": given.get("repeat"),
         }
-        return act(router, agent, workers, "update", rest[0], definition={k: v for k, v in definition.items() if v is not None})
+        return act(
+            router, agent, workers, "update", rest[0], definition={k: v for k, v in definition.items() if v is not None}
+        )
     if given:
         return usage(f"{action} takes no {', '.join(given)}; those are for add and update")
     if action == "remove":
@@ -188,7 +202,9 @@ def history_view(target: Target, data: ScheduleResultData) -> RenderableType:
         for run in data.history
     ]
     title = f"runs of schedule '{info.name}' ({info.schedule_id}, {info.state}, next run {short_time(info.next_run) or 'none'}), newest first"
-    parts: List[RenderableType] = [table(title, HISTORY_COLUMNS, rows, drop=["due", "duration", "started"], text={"finding": WRAP})]
+    parts: List[RenderableType] = [
+        table(title, HISTORY_COLUMNS, rows, drop=["due", "duration", "started"], text={"finding": WRAP})
+    ]
     if any(run.session_id for run in data.history):
         parts.append(hint(f"read a whole finding: hermes session {target.agent} SESSION workers {target.worker}"))
     return Group(*parts)

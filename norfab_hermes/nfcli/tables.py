@@ -49,7 +49,10 @@ class FitTable:
     ) -> None:
         self.title = title
         self.columns = list(columns)
-        self.rows = [[cell if isinstance(cell, Text) else Text("" if cell is None else str(cell)) for cell in row] for row in rows]
+        self.rows = [
+            [cell if isinstance(cell, Text) else Text("" if cell is None else str(cell)) for cell in row]
+            for row in rows
+        ]
         self.drop = list(drop)
         self.text = text or {}
 

@@ -40,7 +40,18 @@ def agents_view(replies: Dict[str, dict]) -> RenderableType:
                 available = Text("no: stopped", style="yellow")  # on purpose; 'hermes start' serves it again
             else:
                 available = Text(f"no: {agent.error or 'unavailable'}", style="red")
-            rows.append([worker, agent.name, available, state_text(agent.state), agent.owner, agent.model, agent.provider, agent.description])
+            rows.append(
+                [
+                    worker,
+                    agent.name,
+                    available,
+                    state_text(agent.state),
+                    agent.owner,
+                    agent.model,
+                    agent.provider,
+                    agent.description,
+                ]
+            )
     columns = ["worker", "agent", "available", "state", "owner", "model", "provider", "description"]
     return table(
         "hermes agents",
@@ -67,15 +78,24 @@ def status_view(replies: Dict[str, dict]) -> RenderableType:
         status = WorkerStatus.model_validate(res["result"])
         agents = ", ".join(name if ok else f"{name} (unavailable)" for name, ok in sorted(status.agents.items()))
         ready = Text("yes") if status.ready else Text("no", style="red")
-        workers.append([worker, ready, agents, f"{len(status.active_runs)}/{status.max_concurrent_runs}", status.threads])
+        workers.append(
+            [worker, ready, agents, f"{len(status.active_runs)}/{status.max_concurrent_runs}", status.threads]
+        )
         errors.extend(Text(f"{worker}: {error}", style="red") for error in status.errors)
         runs.extend(
-            [worker, run.run_id, run.agent, run.session_id, short_time(run.started), run.schedule_id] for run in status.active_runs
+            [worker, run.run_id, run.agent, run.session_id, short_time(run.started), run.schedule_id]
+            for run in status.active_runs
         )
         schedulers.extend(scheduler_rows(worker, status.scheduler))
         budgets.extend(budget_row(worker, agent, budget) for agent, budget in sorted(status.budgets.items()))
     views: List[RenderableType] = [
-        table("hermes workers", ["worker", "ready", "agents", "runs", "threads"], workers, drop=["threads"], text={"agents": WRAP}),
+        table(
+            "hermes workers",
+            ["worker", "ready", "agents", "runs", "threads"],
+            workers,
+            drop=["threads"],
+            text={"agents": WRAP},
+        ),
         *errors,  # each on lines of its own: a worker can have many, and they are long
     ]
     if runs:
@@ -103,7 +123,15 @@ def scheduler_rows(worker: str, scheduler: SchedulerStatus) -> List[List[Any]]:
     ticking = Text("yes") if scheduler.ticking else Text("no", style="red")
     last_tick = short_time(scheduler.last_tick)
     rows = [
-        [worker, ticking, last_tick, name, agent.schedules, short_time(agent.next_due), Text(", ".join(agent.overdue), style="red")]
+        [
+            worker,
+            ticking,
+            last_tick,
+            name,
+            agent.schedules,
+            short_time(agent.next_due),
+            Text(", ".join(agent.overdue), style="red"),
+        ]
         for name, agent in sorted(scheduler.agents.items())
         if agent.schedules or agent.overdue
     ]
@@ -114,7 +142,14 @@ def sessions_view(target: Target, sessions: List[dict]) -> RenderableType:
     rows = []
     for session in (SessionSummary.model_validate(s) for s in sessions):
         rows.append(
-            [session.session_id, session.title, session.source, short_time(session.last_active), session.message_count, session.preview]
+            [
+                session.session_id,
+                session.title,
+                session.source,
+                short_time(session.last_active),
+                session.message_count,
+                session.preview,
+            ]
         )
     return Group(
         table(

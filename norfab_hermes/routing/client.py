@@ -144,6 +144,7 @@ class Hermes:
         return handover.handover(
             self.router, writer, agents, since, workers, request, response_schema=response_schema, timeout=timeout
         )
+
     def runs(self, workers: Selector = None, **filters: Any) -> Dict[str, dict]:
         """Recorded runs of the selected workers, newest first: ``{worker: Result}``, each result a page
         (``runs``, ``total``, ``next_offset``). Filters as the ``get_runs`` task takes them."""

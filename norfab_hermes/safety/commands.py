@@ -23,13 +23,17 @@ COMMAND_ARGUMENTS = {"commands", "command", "cmd", "cmds", "cli", "config", "con
 # definition does not say (allow_commands): read-only forms, with output
 # filters but never an output redirect (IOS `| redirect`, `| tee`, `| append`
 # write files on the device).
-FILTER = r"(\s+\|\s*(include|exclude|begin|section|count|match|except|no-more|i|inc|e|ex|exc|b|beg|s|sec|c)(\s+[^|;]+)?)*"
+FILTER = (
+    r"(\s+\|\s*(include|exclude|begin|section|count|match|except|no-more|i|inc|e|ex|exc|b|beg|s|sec|c)(\s+[^|;]+)?)*"
+)
 READ_ONLY_COMMANDS = (
     rf"(sh|sho|show|dis|disp|display)(\s+[^|;<>&`$]+)?{FILTER}",
     r"ping\s+[\w.:/-]+(\s+[\w.:/-]+)*",
     r"traceroute\s+[\w.:/-]+(\s+[\w.:/-]+)*",
 )
-READ_ONLY_SUMMARY = "read-only commands: show or display (output filters such as | include, never a redirect), ping, traceroute"
+READ_ONLY_SUMMARY = (
+    "read-only commands: show or display (output filters such as | include, never a redirect), ping, traceroute"
+)
 # job_data values are spliced into command templates: these chain, filter
 # or redirect device commands
 COMMAND_CHAINING = re.compile(r"[|;<>&`]|\$\(")

@@ -137,9 +137,10 @@ def check_values(arguments: Dict[str, Any], allow_files: bool = False, allow_mul
     """Raise ValueError, naming the argument, for a value that would render, fetch or add lines."""
     for path, text in strings_in(arguments):
         if any(marker in text for marker in TEMPLATE_MARKERS):
-            raise ValueError(f"argument {path} contains template syntax ({{{{, {{% or {{#), which is not allowed; send plain values")
+            raise ValueError(
+                f"argument {path} contains template syntax ({{{{, {{% or {{#), which is not allowed; send plain values"
+            )
         if not allow_files and FILE_URL_RE.search(text):
             raise ValueError(f"argument {path} names a NorFab file (nf:// or git://), which this tool does not allow")
         if not allow_multiline and LINE_BREAK_RE.search(text):
             raise ValueError(f"argument {path} must be a single line (line breaks add commands)")
-

@@ -39,7 +39,10 @@ SECRET_PATTERNS: List[Pattern[str]] = [
     # SNMP community strings wherever they stand on an snmp line:
     # "snmp-server community c RO", "snmp-server host 10.0.0.1 version 2c c"
     re.compile(rf"\bsnmp[\w-]*\b[^\n]*?(?<![\w-])community[ \t]+{_TYPE}{_VALUE}", re.I),
-    re.compile(rf"\bsnmp-server[ \t]+host[ \t]+\S+(?:[ \t]+(?:informs|traps))?(?:[ \t]+version[ \t]+(?:1|2c))[ \t]+{_VALUE}", re.I),
+    re.compile(
+        rf"\bsnmp-server[ \t]+host[ \t]+\S+(?:[ \t]+(?:informs|traps))?(?:[ \t]+version[ \t]+(?:1|2c))[ \t]+{_VALUE}",
+        re.I,
+    ),
     # Junos snmp stanza "community public {"
     re.compile(rf"^[ \t]*community[ \t]+{_VALUE}[ \t]*\{{[ \t]*$", re.I | re.M),
     # server keys: "tacacs-server key 7 k", "radius-server host h key k",

@@ -273,7 +273,13 @@ def network(
             "depends_on": ["fakenos-worker-1"],
             "runner": {"plugin": "RetryRunner", "options": {"num_workers": 10, "num_connectors": 5}},
             "hosts": {
-                name: {"hostname": "127.0.0.1", "port": d["port"], "platform": "cisco_ios", "username": "nornir", "password": "nornir"}
+                name: {
+                    "hostname": "127.0.0.1",
+                    "port": d["port"],
+                    "platform": "cisco_ios",
+                    "username": "nornir",
+                    "password": "nornir",
+                }
                 for name, d in devices.items()
             },
         },

@@ -152,11 +152,7 @@ class ScriptedModel:
             if self._faults:
                 return self._faults.pop(0)
         messages = body.get("messages") or []
-        tools = {
-            t["function"]["name"]
-            for t in body.get("tools") or []
-            if t.get("type") == "function"
-        }
+        tools = {t["function"]["name"] for t in body.get("tools") or [] if t.get("type") == "function"}
         if any(TITLE_PROMPT in _text(m.get("content")) for m in messages[:1]):
             return Reply(content="NorFab investigation", sleep=self.latency)
         reply = self._decide_turn(messages, tools)
@@ -181,11 +177,7 @@ class ScriptedModel:
             return Reply(status=int(match.group(1)))
         if HANG_RE.search(text):
             return Reply(hang=True)
-        calls = [
-            {"name": name, "arguments": args}
-            for name, args in CALL_RE.findall(text)
-            if name in tools
-        ]
+        calls = [{"name": name, "arguments": args} for name, args in CALL_RE.findall(text) if name in tools]
         if calls:
             return Reply(tool_calls=calls)
         match = STREAM_RE.search(text)
@@ -367,9 +359,7 @@ class ScriptedModelServer(ThreadingHTTPServer):
         return "http://%s:%d/v1" % self.server_address[:2]
 
     def start(self) -> str:
-        self._thread = threading.Thread(
-            target=self.serve_forever, name="scripted-model", daemon=True
-        )
+        self._thread = threading.Thread(target=self.serve_forever, name="scripted-model", daemon=True)
         self._thread.start()
         return self.base_url
 
@@ -402,9 +392,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per reply")
     args = parser.parse_args()
     scenario = Scenario.from_file(args.scenario) if args.scenario else None
-    server = ScriptedModelServer(
-        ScriptedModel(scenario=scenario, latency=args.latency), host=args.host, port=args.port
-    )
+    server = ScriptedModelServer(ScriptedModel(scenario=scenario, latency=args.latency), host=args.host, port=args.port)
     print(f"scripted model listening on {server.base_url}", flush=True)
     try:
         server.serve_forever()

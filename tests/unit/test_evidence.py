@@ -16,7 +16,10 @@ OUTPUT = "Interface  Status\nGi0/1      up"
 SECRET_OUTPUT = "username admin password 0 Adm1nPw0rdQ7"
 NORNIR = {
     "nornir-worker-1": {
-        "result": {"r1": {"show ip interface brief": OUTPUT, "show run": SECRET_OUTPUT}, "r2": {"show ip interface brief": OUTPUT}},
+        "result": {
+            "r1": {"show ip interface brief": OUTPUT, "show run": SECRET_OUTPUT},
+            "r2": {"show ip interface brief": OUTPUT},
+        },
         "failed": False,
     }
 }
@@ -59,7 +62,9 @@ RUN = SimpleNamespace(agent="noc", run_id="r" * 12, session_id="s1")
 def test_kept_artifacts_are_listed_by_run_and_session_and_read_back_whole(tmp_path):
     evidence = store(tmp_path)
     kept = evidence.keep_run(RUN, "brief", "nornir.cli", "job-1", capture.pieces("nornir", "cli", NORNIR), "ana")
-    assert [a.sha256 for a in kept] == [hashlib.sha256(p.text.encode()).hexdigest() for p in capture.pieces("nornir", "cli", NORNIR)]
+    assert [a.sha256 for a in kept] == [
+        hashlib.sha256(p.text.encode()).hexdigest() for p in capture.pieces("nornir", "cli", NORNIR)
+    ]
     assert evidence.artifacts("noc", run_id=RUN.run_id) == kept == evidence.artifacts("noc", session_id="s1")
     assert evidence.artifacts("noc", run_id="other") == []
     assert evidence.artifacts("service") == []
@@ -87,19 +92,32 @@ def test_artifacts_past_their_retention_are_deleted(tmp_path):
 
 def test_the_incident_note_links_each_quote_or_says_it_is_not_in_the_evidence(tmp_path):
     evidence = store(tmp_path)
-    [artifact] = evidence.keep_run(RUN, "brief", "nornir.cli", "job-1", capture.pieces("nornir", "cli", {"w": {"result": {"r1": {"show ip interface brief": OUTPUT}}}}))
+    [artifact] = evidence.keep_run(
+        RUN,
+        "brief",
+        "nornir.cli",
+        "job-1",
+        capture.pieces("nornir", "cli", {"w": {"result": {"r1": {"show ip interface brief": OUTPUT}}}}),
+    )
     session = SessionDetails(
         session_id="s1",
         agent="noc",
         worker="w1",
         messages=[
             SessionMessage(role="user", content="[Answer format: JSON]\nCheck r1", timestamp="2026-11-30T09:00:00"),
-            SessionMessage(role="assistant", content="Verdict: up\n```\nGi0/1      up\nGi0/9 invented\n```", timestamp="2026-11-30T09:01:00"),
+            SessionMessage(
+                role="assistant",
+                content="Verdict: up\n```\nGi0/1      up\nGi0/9 invented\n```",
+                timestamp="2026-11-30T09:01:00",
+            ),
         ],
     )
     markdown, quotes, linked = report.incident_note(session, [artifact], evidence.texts("noc", [artifact]))
     assert (quotes, linked) == (2, 1)
-    assert f"> `Gi0/1      up`  \n> from [{artifact.artifact_id}](artifacts/{artifact.artifact_id}.txt) r1 show ip interface brief, sha256 `{artifact.sha256}`" in markdown
+    assert (
+        f"> `Gi0/1      up`  \n> from [{artifact.artifact_id}](artifacts/{artifact.artifact_id}.txt) r1 show ip interface brief, sha256 `{artifact.sha256}`"
+        in markdown
+    )
     assert "> `Gi0/9 invented`  \n> **not found in the evidence of this session**" in markdown
     assert "> Check r1" in markdown
     assert "Answer format" not in markdown

@@ -22,16 +22,32 @@ def test_since_is_an_iso_time_or_a_duration_back_from_now():
 
 def test_the_writer_is_given_every_reference_and_the_request_last():
     session = HandoverSession(
-        worker="w1", agent="service", session_id="s1", request="Customer A cannot reach", answer="Verdict: ACL",
-        runs=["r1"], jobs=["j1"], devices=["dist1"],
+        worker="w1",
+        agent="service",
+        session_id="s1",
+        request="Customer A cannot reach",
+        answer="Verdict: ACL",
+        runs=["r1"],
+        jobs=["j1"],
+        devices=["dist1"],
         actions=[HandoverAction(tool="clear", run_id="r1", job_uuid="j2", device="core1", approved_by="nfclient")],
     )
     finding = HandoverFinding(
-        worker="w2", agent="routing", schedule_id="c1", name="watch", status="regressed", run_id="r9",
-        session_id="s9", jobs=["j9"], criteria=[CriterionResult(criterion="up", met=False, detail="Idle")],
+        worker="w2",
+        agent="routing",
+        schedule_id="c1",
+        name="watch",
+        status="regressed",
+        run_id="r9",
+        session_id="s9",
+        jobs=["j9"],
+        criteria=[CriterionResult(criterion="up", met=False, detail="Idle")],
     )
     text = instructions(
-        [HandoverMaterial(worker="w1", since="t", sessions=[session]), HandoverMaterial(worker="w2", since="t", findings=[finding])],
+        [
+            HandoverMaterial(worker="w1", since="t", sessions=[session]),
+            HandoverMaterial(worker="w2", since="t", findings=[finding]),
+        ],
         "t",
         DEFAULT_REQUEST,
     )

@@ -28,7 +28,11 @@ def refusal(name: str, data: object) -> str:
 @pytest.mark.parametrize(
     "data, where, fix",
     [
-        ({"instructions": "x", "colour": "red"}, "unknown key 'colour'", "(allowed: approval_timeout, approvers, changes,"),
+        (
+            {"instructions": "x", "colour": "red"},
+            "unknown key 'colour'",
+            "(allowed: approval_timeout, approvers, changes,",
+        ),
         ({"description": "x"}, "field 'instructions' is required", ""),
         ({"instructions": ""}, "field 'instructions'", "at least 1 character"),
         ({"instructions": "x", "run_timeout": 0}, "field 'run_timeout'", "greater than 0"),

@@ -20,7 +20,9 @@ class Sessions:
         if (agent, session_id) != ("watched", "s1"):
             raise UnknownSession(f"session '{session_id}' not found for agent '{agent}'")
         text = "enable secret 5 $1$mERr$hx5rVt7 and the ACL CUST-A-IN"
-        return SessionDetails(session_id="s1", agent=agent, worker="w", messages=[SessionMessage(role="tool", content=text)])
+        return SessionDetails(
+            session_id="s1", agent=agent, worker="w", messages=[SessionMessage(role="tool", content=text)]
+        )
 
 
 READER = RecordsReader(Sessions(), None, None, known=lambda agent: agent in ("watched", "private"), secrets=lambda: [])

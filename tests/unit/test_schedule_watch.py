@@ -12,8 +12,16 @@ SAID = Criterion(match="(?i)reachable")
 
 def artifact(tool, device, text):
     summary = ArtifactSummary(
-        artifact_id="a" * 16, run_id="r", agent="noc", tool=tool, task="nornir.cli", device=device,
-        command="show", collected_at="2026-11-30T09:00:00+00:00", sha256="0", chars=len(text),
+        artifact_id="a" * 16,
+        run_id="r",
+        agent="noc",
+        tool=tool,
+        task="nornir.cli",
+        device=device,
+        command="show",
+        collected_at="2026-11-30T09:00:00+00:00",
+        sha256="0",
+        chars=len(text),
     )
     return summary, text
 
@@ -57,7 +65,9 @@ def test_status_is_ok_regressed_or_recovered_only_for_a_completed_run():
 
 def test_the_watch_file_keeps_criteria_schema_and_the_end_of_observation(tmp_path):
     watches = watch.Watches(lambda agent: tmp_path / agent)
-    kept = watches.set("noc", "job1", ScheduleDefinition(criteria=[UP], observe_for="6h", response_schema={"type": "object"}))
+    kept = watches.set(
+        "noc", "job1", ScheduleDefinition(criteria=[UP], observe_for="6h", response_schema={"type": "object"})
+    )
     assert kept.criteria == [UP]
     assert kept.response_schema == {"type": "object"}
     until = datetime.fromisoformat(kept.until)

@@ -9,7 +9,9 @@ from norfab_hermes.testing.scripted_model import ScriptedModelServer
 
 
 def hang_up_mid_stream(server: ScriptedModelServer) -> None:
-    body = json.dumps({"model": "scripted-model", "stream": True, "messages": [{"role": "user", "content": "STREAM 40 0.02"}]})
+    body = json.dumps(
+        {"model": "scripted-model", "stream": True, "messages": [{"role": "user", "content": "STREAM 40 0.02"}]}
+    )
     host, port = server.server_address[:2]
     with socket.create_connection((host, port)) as sock:
         sock.sendall(
@@ -28,7 +30,9 @@ def test_a_client_hanging_up_mid_reply_prints_nothing(capfd):
         reply = urllib.request.urlopen(
             urllib.request.Request(
                 server.base_url + "/chat/completions",
-                data=json.dumps({"model": "scripted-model", "messages": [{"role": "user", "content": "ping"}]}).encode(),
+                data=json.dumps(
+                    {"model": "scripted-model", "messages": [{"role": "user", "content": "ping"}]}
+                ).encode(),
                 headers={"Content-Type": "application/json"},
             ),
             timeout=10,

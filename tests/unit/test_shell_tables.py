@@ -12,8 +12,24 @@ from norfab_hermes.nfcli.tables import CLIP, WRAP, short_time, short_times, tabl
 WORKERS = ["hermes-worker-1", "hermes-worker-2"]
 COLUMNS = ["worker", "agent", "state", "owner", "model", "description", "errors"]
 ROWS = [
-    [WORKERS[0], "interfaces", "running", "inventory", "scripted-model", "Finds faulty interfaces from device output, proposes a fix and verifies it", ""],
-    [WORKERS[1], "routing-and-adjacencies", "stopped", "runtime", "gpt-4.1", "Explains routing", "agent 'routing' tool 'route_to': could not list the tasks of service 'nornir': no worker of that service answered"],
+    [
+        WORKERS[0],
+        "interfaces",
+        "running",
+        "inventory",
+        "scripted-model",
+        "Finds faulty interfaces from device output, proposes a fix and verifies it",
+        "",
+    ],
+    [
+        WORKERS[1],
+        "routing-and-adjacencies",
+        "stopped",
+        "runtime",
+        "gpt-4.1",
+        "Explains routing",
+        "agent 'routing' tool 'route_to': could not list the tasks of service 'nornir': no worker of that service answered",
+    ],
 ]
 
 
@@ -25,7 +41,16 @@ def render(renderable, width: int) -> str:
 
 @pytest.mark.parametrize("width", [60, 80, 120, 200])
 def test_names_stay_whole_and_lines_fit_the_width(width):
-    out = render(table("agents", COLUMNS, ROWS, drop=["owner", "state", "model", "description"], text={"description": CLIP, "errors": WRAP}), width)
+    out = render(
+        table(
+            "agents",
+            COLUMNS,
+            ROWS,
+            drop=["owner", "state", "model", "description"],
+            text={"description": CLIP, "errors": WRAP},
+        ),
+        width,
+    )
     assert max(len(line) for line in out.splitlines()) <= width, out
     for name in [*WORKERS, "interfaces", "routing-and-adjacencies"]:
         assert f" {name} " in out, out  # on one line, never folded
@@ -44,7 +69,9 @@ def test_columns_are_dropped_in_the_given_order_only_as_needed():
 
 
 def test_clipped_text_takes_one_line():
-    out = render(table("agents", ["agent", "description"], [["interfaces", "word " * 40]], text={"description": CLIP}), 80)
+    out = render(
+        table("agents", ["agent", "description"], [["interfaces", "word " * 40]], text={"description": CLIP}), 80
+    )
     assert len([line for line in out.splitlines() if "interfaces" in line or "word" in line]) == 1
     assert "…" in out
 

@@ -10,7 +10,11 @@ SCHEMA = {"type": "object", "properties": {"ready": {"type": "boolean"}}, "requi
 
 def result(response, stop="completed", tokens=10):
     return InvokeResultData(
-        response=response, run_id="r", agent="a", worker="w", stop_reason=stop,
+        response=response,
+        run_id="r",
+        agent="a",
+        worker="w",
+        stop_reason=stop,
         usage=RunUsage(api_calls=tokens // 10, input_tokens=tokens, output_tokens=1, total_tokens=tokens + 1),
     )
 
@@ -53,7 +57,9 @@ def test_a_matching_answer_needs_no_second_turn():
 
 def test_a_broken_answer_gets_one_corrective_turn_counted_in_the_usage():
     run, turns = FakeRun(), []
-    settled = answer.settle(run, result("yes", tokens=10), lambda text: turns.append(text) or result('{"ready": true}', tokens=20))
+    settled = answer.settle(
+        run, result("yes", tokens=10), lambda text: turns.append(text) or result('{"ready": true}', tokens=20)
+    )
     assert settled.structured_response == {"ready": True}
     assert len(turns) == 1
     assert "not JSON" in turns[0]
