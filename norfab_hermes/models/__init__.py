@@ -15,6 +15,7 @@ from .base import (
     describe_validation_error,
 )
 from .carryover import (
+    ARTIFACT_ID,
     Artifact,
     ArtifactSummary,
     Criterion,
@@ -173,6 +174,7 @@ __all__ = [
     "AgentSummary",
     "ApprovalInfo",
     "ApprovalResult",
+    "ARTIFACT_ID",
     "Artifact",
     "ArtifactSummary",
     "AuditEntry",

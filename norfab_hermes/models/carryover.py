@@ -112,11 +112,14 @@ class HandoverInput(TaskInput):
 
 # ----------------------------------------------------------------- results
 
+ARTIFACT_ID = r"^[0-9a-f]{16}$"
+
 
 class ArtifactSummary(StrictModel):
     """One tool result kept as evidence: where it came from and its digest."""
 
-    artifact_id: StrictStr = Field(..., description="Artifact id, for the evidence task")
+    # a file name on the worker and in the shell's report folder: never a path
+    artifact_id: StrictStr = Field(..., pattern=ARTIFACT_ID, description="Artifact id, for the evidence task")
     run_id: StrictStr = Field(..., description="Run that received it")
     session_id: Union[None, StrictStr] = Field(None, description="Session of that run")
     agent: StrictStr = Field(..., description="Agent of the run")

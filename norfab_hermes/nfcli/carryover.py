@@ -115,9 +115,12 @@ def report(routes: Router, args: List[str], output: Optional[str], workers: Opti
     summary = Text(f"{data.linked} of {data.quotes} quoted line(s) linked to an artifact and its digest")
     if not output:
         return Group(markdown(data.markdown), summary)
+    name = f"incident-{data.session_id}.md"
+    if Path(name).name != name:  # a worker's reply never names a path on the operator's disk
+        return error_text([f"session id '{data.session_id}' is not a file name: the note was not written"])
     folder = Path(output).expanduser()
     (folder / "artifacts").mkdir(parents=True, exist_ok=True)
-    note = folder / f"incident-{data.session_id}.md"
+    note = folder / name
     note.write_text(data.markdown, encoding="utf-8")
     for artifact in data.artifacts:
         whole = routes.one("evidence", target, {"artifact_id": artifact.artifact_id})

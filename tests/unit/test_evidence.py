@@ -6,9 +6,11 @@ from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
 import pytest
+from pydantic import ValidationError
 
 from norfab_hermes.errors import InvalidRequest, UnknownArtifact
-from norfab_hermes.models import SessionDetails, SessionMessage
+from norfab_hermes.models import ArtifactSummary, SessionDetails, SessionMessage
+from norfab_hermes.nfcli import carryover
 from norfab_hermes.worker.evidence import capture, report
 from norfab_hermes.worker.evidence.store import INDEX, EvidenceStore
 
@@ -121,3 +123,31 @@ def test_the_incident_note_links_each_quote_or_says_it_is_not_in_the_evidence(tm
     assert "> `Gi0/9 invented`  \n> **not found in the evidence of this session**" in markdown
     assert "> Check r1" in markdown
     assert "Answer format" not in markdown
+
+
+class ReportRoutes:
+    """A router whose one worker answers the report task with ``reply`` (and nothing else)."""
+
+    def __init__(self, reply):
+        self.reply, self.asked = reply, []
+
+    def resolve(self, agent, workers, session_id):
+        return SimpleNamespace(agent=agent, worker="hermes-worker-1")
+
+    def one(self, task, target, kwargs):
+        self.asked.append(task)
+        return {"failed": False, "errors": [], "result": self.reply}
+
+
+def test_a_workers_reply_never_names_a_path_on_the_operators_disk(tmp_path):
+    folder = tmp_path / "notes"
+    routes = ReportRoutes({"agent": "noc", "worker": "w", "session_id": "../../evil", "markdown": "# x"})
+    out = carryover.report(routes, ["noc", "s1"], str(folder), None)
+    assert "session id '../../evil' is not a file name" in str(out)
+    assert not list(tmp_path.rglob("*")), "nothing is written"
+
+    artifact = {"run_id": "r", "agent": "noc", "tool": "t", "task": "nornir.cli", "collected_at": "x"}
+    artifact.update(sha256="0" * 64, chars=1)
+    with pytest.raises(ValidationError, match="artifact_id"):
+        ArtifactSummary(artifact_id="../../../.bashrc", **artifact)
+    assert ArtifactSummary(artifact_id="0123456789abcdef", **artifact).artifact_id == "0123456789abcdef"

@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, List, Optional
 
 from ...errors import InvalidRequest, UnknownArtifact
-from ...models import Artifact, ArtifactSummary, EvidenceResultData
+from ...models import ARTIFACT_ID, Artifact, ArtifactSummary, EvidenceResultData
 from ..files import write_file
 from .capture import Piece, digest
 
 log = logging.getLogger(__name__)
 
 INDEX = "index.jsonl"
-ARTIFACT_ID_RE = re.compile(r"^[0-9a-f]{16}$")
 PRUNE_EVERY = 3600.0  # seconds between retention checks while the worker runs
 
 
@@ -119,7 +118,7 @@ class EvidenceStore:
 
     def artifact(self, agent: str, artifact_id: str) -> Artifact:
         """One artifact of the agent, whole; UnknownRun when it is not the agent's (or was deleted)."""
-        if not ARTIFACT_ID_RE.match(artifact_id or ""):
+        if not re.match(ARTIFACT_ID, artifact_id or ""):
             raise InvalidRequest(f"artifact_id: '{artifact_id}' is not an artifact id (16 hex characters)")
         summary = next((a for a in self._index(agent) if a.artifact_id == artifact_id), None)
         path = self._dir(agent) / f"{artifact_id}.txt"
