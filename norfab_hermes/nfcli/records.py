@@ -13,7 +13,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ..models import AuditPage, AuditVerifyData, RunsPage, RunSummary
-from ..routing import Router
+from ..routing import Router, records
 from .common import WorkersOption, as_str, guarded, hint, misparsed, router
 from .tables import CLIP, WRAP, short_time, table
 from .views import failed
@@ -81,7 +81,7 @@ class HermesAuditExportCommand(WorkersOption):
 class HermesAuditVerifyCommand(WorkersOption):
     @staticmethod
     def run(workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
-        return misparsed(kwargs) or guarded(lambda: verify_view(router().verify_audit(as_str(workers))))
+        return misparsed(kwargs) or guarded(lambda: verify_view(records.verify_audit(router(), as_str(workers))))
 
 
 class HermesAuditCommand(BaseModel):
@@ -96,7 +96,7 @@ def runs_view(
     routes: Router, workers: Optional[str], filters: Dict[str, Any], limit: int, offset: int
 ) -> RenderableType:
     """``hermes runs``: the runs of every selected worker, newest first."""
-    replies = routes.runs(workers, limit=limit, offset=offset, **filters)
+    replies = records.runs(routes, workers, limit=limit, offset=offset, **filters)
     found: List[tuple] = []
     problems: List[RenderableType] = []
     more = False
@@ -143,7 +143,7 @@ def export(routes: Router, workers: Optional[str], filters: Dict[str, Any], path
     for worker in routes.select(workers):
         after = 0
         while True:
-            res = routes.audit(worker, after, limit=AUDIT_PAGE, **filters)
+            res = records.audit(routes, worker, after, limit=AUDIT_PAGE, **filters)
             problem = failed(res)
             if problem:
                 return Text.assemble(f"{worker}: ", problem)

@@ -7,7 +7,7 @@ commands, and the workers' run records and audit logs.
 
 from typing import Any, Dict, List, Optional
 
-from . import handover
+from . import handover, records
 from .router import BROKER_TIMEOUT, COMMAND_JOB_TIMEOUT, Router, Selector, invoke_job_timeout
 
 
@@ -148,8 +148,8 @@ class Hermes:
     def runs(self, workers: Selector = None, **filters: Any) -> Dict[str, dict]:
         """Recorded runs of the selected workers, newest first: ``{worker: Result}``, each result a page
         (``runs``, ``total``, ``next_offset``). Filters as the ``get_runs`` task takes them."""
-        return self.router.runs(workers, **filters)
+        return records.runs(self.router, workers, **filters)
 
     def verify_audit(self, workers: Selector = None) -> Dict[str, dict]:
         """The check of each selected worker's audit log: ``{worker: Result}``."""
-        return self.router.verify_audit(workers)
+        return records.verify_audit(self.router, workers)

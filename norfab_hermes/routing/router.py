@@ -33,7 +33,7 @@ list (``show_workers``) and the hermes tasks themselves:
   ``deny`` go to every selected worker and the one that knows the id answers.
   So do changes of unknown outcome (``acknowledge_outcome``).
 * **Records** (``get_runs``, ``get_audit``, ``verify_audit``) are each
-  worker's own: the selected workers answer for themselves.
+  worker's own: the selected workers answer for themselves (``records``).
 
 ``routing.client.Hermes`` wraps this for Python. Only the standard library,
 the NorFab client API and the package's pure modules are imported here: the
@@ -55,7 +55,6 @@ INVOKE_JOB_TIMEOUT = 600  # NorFab's default job timeout, above the default 300 
 JOB_MARGIN = 30  # seconds between a requested run budget and the job timeout
 COMMAND_JOB_TIMEOUT = 90  # the worker gives a native command 60 s
 SESSION_HISTORY = 200  # newest invoke jobs of this client searched for a session's last worker
-VERIFY_TIMEOUT = 120  # seconds: a worker checks every hash of its audit log
 
 Selector = Union[None, str, List[str]]
 
@@ -338,21 +337,3 @@ class Router:
         if not owners:
             raise RoutingError(unknown.format(asked=", ".join(asked)))
         return owners
-
-    # --------------------------------------------------------------- records
-
-    def runs(self, workers: Selector = None, **filters: Any) -> Dict[str, dict]:
-        """``get_runs`` Result dicts of the selected workers, by worker (filters left out when None)."""
-        return self.call("get_runs", self.select(workers), {k: v for k, v in filters.items() if v is not None})
-
-    def audit(self, worker: str, after: int = 0, **filters: Any) -> dict:
-        """One page of ``worker``'s audit log after sequence number ``after``: its Result dict."""
-        kwargs = {"after": after, **{k: v for k, v in filters.items() if v is not None}}
-        reply = self.call("get_audit", [worker], kwargs)
-        if worker not in reply:
-            raise RoutingError(f"hermes worker '{worker}' did not answer get_audit")
-        return reply[worker]
-
-    def verify_audit(self, workers: Selector = None) -> Dict[str, dict]:
-        """``verify_audit`` Result dicts of the selected workers, by worker."""
-        return self.call("verify_audit", self.select(workers), timeout=max(self.timeout, VERIFY_TIMEOUT))
