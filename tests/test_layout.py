@@ -71,7 +71,8 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # |                      |   records, evidence                                                |
 # | worker/memory/       | the pure rooms, hermes                                             |
 # | worker/handover/     | the pure rooms, schedules                                          |
-# | worker/host.py       | every room below it: the pure rooms and files ... schedules        |
+# | worker/host.py,      | every room below it: the pure rooms and files ... handover         |
+# |   worker/operations.py (the host's mixin: what the tasks ask)                              |
 # | worker/tasks/        | the pure rooms and the worker rooms below host.py but hermes       |
 # | worker wiring        | everything in the worker (hermes_worker.py, worker/__init__.py)    |
 #
@@ -119,7 +120,13 @@ ROOMS = {
     "package": set(),  # norfab_hermes/__init__.py stays import-light
 }
 # worker modules that are rooms of their own; any other worker.<name> is the room <name>
-WORKER_MODULES = {"worker": "wiring", "worker.hermes_worker": "wiring", "worker.host": "host", "worker.files": "files"}
+WORKER_MODULES = {
+    "worker": "wiring",
+    "worker.hermes_worker": "wiring",
+    "worker.host": "host",
+    "worker.operations": "host",
+    "worker.files": "files",
+}
 
 
 def room_of(module: str) -> str:

@@ -1,13 +1,14 @@
 """
 The host: one worker's Hermes, wired from small owners.
 
-``HermesHost`` is what the NorFab tasks call and what the Hermes plugin and
-adapter reach through the port (``hermes.port``). It owns no state of its
-own beyond the wiring: the runtime (Hermes, gateway, loop thread), the agent
-catalog (definitions, profiles, secrets), the tool box and tool runner, the
-run registry and pipeline, the session queries and the records (runs,
-approvals, usage, audit log) each keep theirs; the change envelope
-(``changes``) keeps device locks, breakers and unknown outcomes.
+``HermesHost`` wires the rooms, starts and stops them, and is what the
+Hermes plugin and adapter reach through the port (``hermes.port``); what
+the NorFab tasks ask of it is in ``operations`` (its mixin). It owns no
+state of its own beyond the wiring: the runtime (Hermes, gateway, loop
+thread), the agent catalog (definitions, profiles, secrets), the tool box
+and tool runner, the run registry and pipeline, the session queries and the
+records (runs, approvals, usage, audit log) each keep theirs; the change
+envelope (``changes``) keeps device locks, breakers and unknown outcomes.
 """
 
 import logging
@@ -15,42 +16,22 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from ..errors import AgentUnavailable, NotAllowed
 from ..models import (
-    AgentBudget,
     AgentDefinition,
-    ApprovalInfo,
-    BreakerState,
-    ChangePolicy,
-    ChangesStatus,
-    CommandResultData,
-    EvidenceResultData,
-    HandoverMaterial,
     HermesInventory,
-    InterruptResultData,
-    InvokeResultData,
-    ManageAgentResultData,
-    MemoryResultData,
     OutcomeUnknown,
-    ReportResultData,
-    RunsPage,
-    RunStateData,
-    ScheduleDefinition,
-    ScheduleResultData,
-    SessionDetails,
-    SessionSummary,
 )
 from ..safety import host_access
 from .agents import profiles
 from .agents.catalog import AgentCatalog
 from .agents.lifecycle import Lifecycle
 from .changes.control import ChangeControl
-from .evidence import report
 from .evidence.store import EvidenceStore
 from .handover.material import Handover
 from .hermes import compat, metering, patches, plugin, port
 from .hermes.runtime import HermesRuntime
 from .memory.store import AgentMemory
+from .operations import HostOperations
 from .records.store import Records
 from .runs import turn
 from .runs.approvals import ApprovalInbox
@@ -61,7 +42,6 @@ from .runs.registry import RunRegistry
 from .runs.run import Run
 from .runs.storm import Storm
 from .schedules.ticker import Schedules
-from .sessions import commands
 from .sessions.store import Sessions
 from .tools.change import ChangeRunner
 from .tools.delegation import Delegator
@@ -83,7 +63,7 @@ CUT_MID_CHANGE = (
 )
 
 
-class HermesHost:
+class HermesHost(HostOperations):
     """
     Hermes inside one hermes worker, serving its agents.
 
@@ -248,202 +228,6 @@ class HermesHost:
     def problems(self) -> List[str]:
         """Why the worker or some of its agents are not ready."""
         return self.runtime.warnings + self.catalog.warnings + list(self.catalog.errors.values()) + self.tools.errors()
-
-    # ----------------------------------------------------------------- runs
-
-    def invoke(
-        self,
-        agent: str,
-        instructions: str,
-        session_id: Optional[str],
-        timeout: Optional[float],
-        job: Any,
-        interactive: bool = False,
-        lineage: Optional[Dict[str, Any]] = None,
-        dedupe_key: Optional[str] = None,
-        response_schema: Optional[Dict[str, Any]] = None,
-    ) -> InvokeResultData:
-        return self.pipeline.invoke(
-            agent, instructions, session_id, timeout, job, interactive, lineage, dedupe_key, response_schema
-        )
-
-    def start_run(
-        self,
-        agent: str,
-        instructions: str,
-        session_id: Optional[str],
-        timeout: Optional[float],
-        client: Optional[str] = None,
-        dedupe_key: Optional[str] = None,
-        response_schema: Optional[Dict[str, Any]] = None,
-    ) -> RunStateData:
-        return self.pipeline.start_run(agent, instructions, session_id, timeout, client, dedupe_key, response_schema)
-
-    def run_state(self, agent: str, run_id: str, offset: int = 0) -> RunStateData:
-        """A run, in flight or from its record, with its changes of unknown outcome until acknowledged."""
-        state = self.pipeline.run_state(agent, run_id, offset)
-        unknown = self.changes.outcomes.pending(agent, run_id=run_id)
-        return state.model_copy(update={"outcome_unknown": unknown}) if unknown else state
-
-    def decide(self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str]) -> ApprovalInfo:
-        return self.approvals.decide(approval_id, approve, by, note)
-
-    def pending_approvals(self, agent: Optional[str]) -> List[ApprovalInfo]:
-        if agent is not None:
-            self.catalog.require_known(agent)
-        return self.approvals.pending(agent)
-
-    def interrupt(self, agent: str, run_id: str) -> InterruptResultData:
-        self.catalog.require(agent)
-        return self.runs.interrupt(agent, run_id)
-
-    # ------------------------------------------------------------- sessions
-
-    def get_sessions(self, agent: str, limit: int) -> List[SessionSummary]:
-        self.require(agent)
-        return self.sessions.list(agent, limit)
-
-    def get_session(self, agent: str, session_id: str, limit: int) -> SessionDetails:
-        self.require(agent)
-        details = self.sessions.get(agent, session_id, limit)
-        unknown = self.changes.outcomes.pending(agent, session_id=session_id)
-        return details.model_copy(update={"outcome_unknown": unknown}) if unknown else details
-
-    # -------------------------------------------------------------- changes
-
-    def change_policy(self, agent: str) -> ChangePolicy:
-        definition = self.catalog.agents.get(agent)
-        return definition.changes if definition else ChangePolicy()
-
-    def change_status(self, agent: Optional[str] = None) -> ChangesStatus:
-        return self.changes.status({name: self.change_policy(name) for name in self.catalog.agents}, agent)
-
-    def require_approver(self, agent: str, by: Optional[str], what: str) -> None:
-        """An agent with approvers lets only them undo its change safety (a breaker, an unknown outcome)."""
-        definition = self.catalog.agents.get(agent)
-        approvers = definition.approvers if definition else []
-        if approvers and by not in approvers:
-            self.note("approval.refused", agent=agent, actor=by, what=what)
-            raise NotAllowed(
-                f"client '{by}' may not {what} of agent '{agent}': only {', '.join(approvers)} may "
-                f"(approvers of agent '{agent}'); the attempt is recorded"
-            )
-
-    def reset_breaker(self, agent: str, by: Optional[str], note: Optional[str]) -> BreakerState:
-        self.catalog.require_known(agent)
-        self.require_approver(agent, by, "reset the change breaker")
-        breaker = self.changes.reset_breaker(agent, self.change_policy(agent), by, note)
-        self.note("change.breaker_reset", agent=agent, actor=by, note=note)
-        return breaker
-
-    def acknowledge(self, outcome_id: str, by: Optional[str], note: Optional[str]) -> OutcomeUnknown:
-        for pending in self.changes.outcomes.pending():
-            if pending.outcome_id == outcome_id:
-                self.require_approver(pending.agent, by, f"acknowledge the change of unknown outcome '{outcome_id}'")
-        change = self.changes.acknowledge(outcome_id, by, note)
-        log.warning(f"{self.worker_name} - Change job {change.job_uuid} acknowledged by {by}: {note or 'no note'}")
-        details = {"outcome_id": outcome_id, "job_uuid": change.job_uuid, "devices": change.devices, "note": note}
-        self.note("change.acknowledged", agent=change.agent, run_id=change.run_id, actor=by, **details)
-        return change
-
-    def schedule(
-        self,
-        agent: str,
-        action: str,
-        schedule_id: Optional[str],
-        definition: Optional[ScheduleDefinition],
-        limit: int,
-        client: Optional[str] = None,
-    ) -> ScheduleResultData:
-        if action == "run" or agent not in self.catalog.stopped:
-            self.require(agent)
-        result = self.schedules.act(agent, action, schedule_id, definition, limit)
-        if action not in ("list", "history"):
-            changed = [{"schedule_id": s.schedule_id, "name": s.name, "schedule": s.schedule} for s in result.schedules]
-            self.note(
-                f"schedule.{action}", agent=agent, actor=client, schedules=changed or [{"schedule_id": schedule_id}]
-            )
-        return result
-
-    def manage_agent(
-        self,
-        action: str,
-        agent: str,
-        definition: Optional[Dict[str, Any]],
-        clone_from: Optional[str],
-        interrupt: bool,
-        client: Optional[str] = None,
-    ) -> ManageAgentResultData:
-        if self.stopping.is_set():
-            raise AgentUnavailable(f"worker '{self.worker_name}' is shutting down")
-        result = self.lifecycle.act(action, agent, definition, clone_from, interrupt)
-        self.note(f"agent.{action}", agent=agent, actor=client, done=result.done, clone_from=clone_from)
-        return result
-
-    # -------------------------------------------------------------- records
-
-    def note(
-        self,
-        kind: str,
-        agent: Optional[str] = None,
-        run_id: Optional[str] = None,
-        actor: Optional[str] = None,
-        **data: Any,
-    ) -> None:
-        """An audit entry; a records failure is logged, never the caller's failure."""
-        try:
-            self.records.note(kind, agent, run_id, actor, **data)
-        except Exception:
-            log.exception(f"{self.worker_name} - Could not write audit entry {kind}")
-
-    def budgets(self, agent: Optional[str] = None) -> Dict[str, AgentBudget]:
-        return self.daily.budgets(self.catalog.agents, agent)
-
-    def runs_page(self, limit: int, offset: int, **filters: Any) -> RunsPage:
-        return self.runs.page(limit, offset, **filters)
-
-    # ------------------------------------------------------ carried over
-
-    def agent_memory(
-        self, agent: str, action: str, target: Optional[str], entry: Optional[str], client: Optional[str] = None
-    ) -> MemoryResultData:
-        self.catalog.require_known(agent)
-        if agent not in self.catalog.agents:
-            raise AgentUnavailable(
-                f"agent '{agent}' on worker '{self.worker_name}' is invalid: {self.catalog.errors.get(agent)}"
-            )
-        result = self.memory.act(agent, self.catalog.agents[agent], action, target, entry)
-        if action == "clear":
-            self.note("memory.clear", agent=agent, actor=client, target=target, entry=entry, done=result.message)
-        return result
-
-    def evidence_of(
-        self, agent: str, run_id: Optional[str], session_id: Optional[str], artifact_id: Optional[str]
-    ) -> EvidenceResultData:
-        self.catalog.require_known(agent)
-        return self.evidence.view(agent, self.worker_name, run_id, session_id, artifact_id)
-
-    def report(self, agent: str, session_id: str) -> ReportResultData:
-        self.catalog.require_known(agent)
-        session = self.sessions.get(agent, session_id, 10_000)
-        artifacts = self.evidence.artifacts(agent, session_id=session_id)
-        markdown, quotes, linked = report.incident_note(session, artifacts, self.evidence.texts(agent, artifacts))
-        return ReportResultData(
-            agent=agent,
-            worker=self.worker_name,
-            session_id=session_id,
-            markdown=markdown,
-            artifacts=artifacts,
-            quotes=quotes,
-            linked=linked,
-        )
-
-    def handover_material(self, agents: Optional[List[str]], since: Optional[str], limit: int) -> HandoverMaterial:
-        return self.handover.material(agents, since, limit)
-
-    def command(self, agent: str, command: str, session_id: Optional[str]) -> CommandResultData:
-        self.require(agent)
-        return commands.run_command(self.runtime, self.sessions, self.worker_name, agent, command, session_id)
 
     # ------------------------------------------------- the port, for Hermes
 

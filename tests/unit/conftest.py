@@ -15,7 +15,12 @@ HERMES_PACKAGES = set(distribution("hermes-agent").read_text("top_level.txt").sp
 # fixtures of tests/conftest.py that start servers (NorFab, the scripted model)
 LIVE_FIXTURES = {"model", "nf", "lab", "fleet"}
 # worker modules that register NorFab tasks (process-global) or wire the Hermes runtime when imported
-WIRING = ("norfab_hermes.worker.tasks", "norfab_hermes.worker.hermes_worker", "norfab_hermes.worker.host")
+WIRING = (
+    "norfab_hermes.worker.tasks",
+    "norfab_hermes.worker.hermes_worker",
+    "norfab_hermes.worker.host",
+    "norfab_hermes.worker.operations",
+)
 
 
 def forbidden(modules: object) -> List[str]:
