@@ -177,7 +177,7 @@ def test_two_agents_on_one_device_keep_their_own_evidence(lab):
 
 def test_a_result_older_than_the_run_is_marked_stale():
     from norfab_hermes.models import ToolDefinition
-    from norfab_hermes.worker.tools.runner import ToolRunner
+    from norfab_hermes.worker.tools.replies import render
     from norfab_hermes.worker.tools.specs import ToolSpec
 
     spec = ToolSpec("probe", "inspect_clock", ToolDefinition.model_validate(AGENTS["probe"]["tools"]["inspect_clock"]))
@@ -185,10 +185,10 @@ def test_a_result_older_than_the_run_is_marked_stale():
     run_started = time.time()
     fresh = {"nornir-worker-1": {**result, "task_completed": time.ctime(run_started + 1)}}
     old = {"nornir-worker-1": {**result, "task_completed": time.ctime(run_started - 3600)}}
-    text, status, _ = ToolRunner(None, 10000, 1).render(spec, "uuid-1", fresh, {"FB": "r1"}, since=run_started)
+    text, status, _ = render(spec, "uuid-1", fresh, {"FB": "r1"}, [], since=run_started)
     assert status == "completed"
     assert json.loads(text)["collected_at"]
-    text, status, error = ToolRunner(None, 10000, 1).render(spec, "uuid-2", old, {"FB": "r1"}, since=run_started)
+    text, status, error = render(spec, "uuid-2", old, {"FB": "r1"}, [], since=run_started)
     assert status == "failed"
     assert "result is stale" in error
     assert "before this run started" in json.loads(text)["workers"]["nornir-worker-1"]["stale"]

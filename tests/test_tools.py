@@ -284,7 +284,7 @@ def test_no_match_is_reported_as_such(nf, model):
 def test_an_empty_completed_result_for_named_hosts_is_not_evidence():
     # the signature of overlapping nornir jobs: completed, no errors, no data
     from norfab_hermes.models import ToolDefinition
-    from norfab_hermes.worker.tools.runner import ToolRunner
+    from norfab_hermes.worker.tools.replies import render
     from norfab_hermes.worker.tools.specs import ToolSpec
 
     spec = ToolSpec(
@@ -293,7 +293,7 @@ def test_an_empty_completed_result_for_named_hosts_is_not_evidence():
         ToolDefinition.model_validate(AGENTS["interfaces"]["tools"]["inspect_interfaces"]),
     )
     reply = {"nornir-worker-1": {"status": "completed", "failed": False, "errors": [], "result": {}}}
-    text, status, error = ToolRunner(None, 1000, 1).render(spec, "uuid-1", reply, {"FB": "r1"})
+    text, status, error = render(spec, "uuid-1", reply, {"FB": "r1"}, [])
     assert status == "failed"
     assert "returned no data for the requested hosts" in error
     assert json.loads(text)["ok"] is False

@@ -47,7 +47,8 @@ from .tools.change import ChangeRunner
 from .tools.delegation import Delegator
 from .tools.records import RecordsReader
 from .tools.runner import ToolRunner
-from .tools.specs import ToolBox, ToolSpec
+from .tools.specs import ToolSpec
+from .tools.toolbox import ToolBox
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,9 @@ import pytest
 
 from norfab_hermes.errors import UnknownSession
 from norfab_hermes.models import RecordsDefinition, SessionDetails, SessionMessage, SessionSummary
+from norfab_hermes.worker.tools.calls import ToolError
 from norfab_hermes.worker.tools.records import RecordsReader
-from norfab_hermes.worker.tools.specs import RecordsSpec, ToolError
+from norfab_hermes.worker.tools.specs import RecordsSpec
 
 SPEC = RecordsSpec("reader", "records", RecordsDefinition(agents=["watched"], read=["sessions"]))
 

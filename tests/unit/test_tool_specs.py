@@ -6,15 +6,9 @@ import pytest
 
 from norfab_hermes.models import AgentDefinition, DelegateDefinition, ToolDefinition
 from norfab_hermes.safety import commands
-from norfab_hermes.worker.tools.specs import (
-    DESCRIPTION_CHARS,
-    DelegateSpec,
-    ToolBox,
-    ToolSpec,
-    closed,
-    derive_parameters,
-    is_open,
-)
+from norfab_hermes.worker.tools.schemas import closed, derive_parameters, is_open
+from norfab_hermes.worker.tools.specs import DESCRIPTION_CHARS, DelegateSpec, ToolSpec
+from norfab_hermes.worker.tools.toolbox import ToolBox
 
 CLI_SCHEMA = {
     "type": "object",

@@ -19,7 +19,7 @@ from ...errors import AgentUnavailable, Busy, InvalidRequest, InventoryError
 from ...models import AgentDefinition, ManageAgentResultData, check_agent_name, parse_agent
 from ..hermes import compat, cron, plugin, profile_store
 from ..hermes.runtime import HermesRuntime
-from ..tools.specs import ToolBox
+from ..tools.toolbox import ToolBox
 from . import profiles
 from .catalog import INVENTORY, NATIVE, RUNTIME, AgentCatalog
 

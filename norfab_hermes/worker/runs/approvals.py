@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Protocol
 
 from ...errors import InvalidRequest, NotAllowed, UnknownApproval
 from ...models import ApprovalInfo, arguments_digest
-from ..tools.specs import ChangeAsk
+from ..tools.calls import ChangeAsk
 from .run import Run, now_iso
 
 log = logging.getLogger(__name__)

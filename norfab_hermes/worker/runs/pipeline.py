@@ -22,7 +22,7 @@ from ..hermes import compat, metering, plugin
 from ..hermes.runtime import HermesRuntime
 from ..sessions.store import Sessions
 from ..tools.delegation import Delegator
-from ..tools.specs import ToolBox
+from ..tools.toolbox import ToolBox
 from . import answer, turn
 from .budget import DailyUsage, Limits
 from .registry import RunRegistry

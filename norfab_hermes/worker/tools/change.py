@@ -1,5 +1,6 @@
 """
 A change call: an approval-gated tool or a workflow tool, inside the change envelope.
+What the call sends (its task arguments, digest and rollback call) is built by ``change_build``.
 
 The call goes through these steps; any of them refuses it, with the reason:
 
@@ -26,31 +27,20 @@ The call goes through these steps; any of them refuses it, with the reason:
 
 import json
 import uuid as uuids
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
-from ...models import ChangePolicy, ChangeRecord, OutcomeUnknown, RollbackRecord, WorkflowDefinition
-from ...safety import commands, guards
-from ...safety.changes import EXACT_FILTERS, change_devices, change_digest, substitute
+from ...models import ChangePolicy, ChangeRecord, OutcomeUnknown, RollbackRecord
 from ..changes.control import ChangeControl
 from ..changes.locks import Holder
 from ..changes.outcomes import CRASHED
 from ..changes.store import now_iso
-from . import workflow
+from . import change_build, replies, workflow
+from .calls import CallTrace, ChangeAsk, ToolError
+from .change_build import Built
 from .checks import ChangeCall, Checks
-from .runner import devices_in
-from .specs import CallTrace, ChangeAsk, ToolError, WorkflowSpec
+from .specs import WorkflowSpec
 
 MIN_WAIT = 1.0  # seconds of the run's budget a change keeps back while it waits for a lock
-
-
-@dataclass
-class Built:
-    """A change as a call builds it: the task arguments that would be sent and the devices they name."""
-
-    kwargs: Dict[str, Any]  # a workflow's: {"workflow": the workflow itself}
-    devices: List[str]
-    sha256: Optional[str] = None  # a workflow file's
 
 
 class ChangeRunner:
@@ -76,7 +66,7 @@ class ChangeRunner:
         """Make one change; the text the model reads, the call's status and error."""
         call = ChangeCall(spec, arguments, run, interrupted)
         policy = self.policy_of(spec.agent)
-        built = self.build(call)
+        built = change_build.build(self.runner, call)
         self.admit(call, policy, built)
         holder = Holder(run.run_id, spec.agent, spec.name)
         try:
@@ -84,10 +74,10 @@ class ChangeRunner:
             if locked:
                 raise ToolError(f"{locked}; the call was not made")
             preview = self.checks.preview(call, built.kwargs)
-            digest = self.digest(call, built, preview)
+            digest = change_build.digest(call, built, preview)
             trace.change = ChangeRecord(devices=built.devices, digest=digest, preview=preview, outcome="refused")
-            ask = ChangeAsk(built.devices, digest, preview, header=header(built))
-            trace.approved_by = self.runner.approve(spec, arguments, run, ask)
+            ask = ChangeAsk(built.devices, digest, preview, header=change_build.header(built))
+            trace.approved_by = self.runner.approver.approve(spec, arguments, run, ask)
             built = self.confirm(call, policy, digest, preview)
             before = self._before(call)
             run.event(f"tool {spec.name} changing {', '.join(built.devices) or 'no named device'}: change {digest}")
@@ -104,29 +94,6 @@ class ChangeRunner:
             if trace.job_uuid is None:  # never sent: the run keeps its change
                 run.budget.release_change()
             self.control.locks.release(holder)
-
-    # ------------------------------------------------------------- building
-
-    def build(self, call: ChangeCall) -> Built:
-        spec, arguments = call.spec, call.arguments
-        if isinstance(spec, WorkflowSpec):
-            self.runner.validate(spec, arguments, {"workers"})
-            flow, sha, devices = workflow.build(spec, self.runner.client, arguments, spec.target.timeout)
-            return Built({"workflow": flow}, devices, sha)
-        kwargs = self.runner.prepare(spec, arguments)
-        try:
-            devices = change_devices(kwargs)
-        except ValueError as error:
-            raise ToolError(f"{error}; the call was not made") from None
-        if spec.target.service == "nornir" and not devices:
-            raise ToolError(f"a change names its devices ({' or '.join(EXACT_FILTERS)}); the call was not made")
-        return Built(kwargs, devices)
-
-    @staticmethod
-    def digest(call: ChangeCall, built: Built, preview: Dict[str, str]) -> str:
-        spec = call.spec
-        change = {"agent": spec.agent, "tool": spec.name, "target": list(spec.where()), "kwargs": built.kwargs}
-        return change_digest({**change, "devices": built.devices, "preview": preview})
 
     # ------------------------------------------------------------ admission
 
@@ -146,9 +113,9 @@ class ChangeRunner:
 
     def confirm(self, call: ChangeCall, policy: ChangePolicy, digest: str, preview: Dict[str, str]) -> Built:
         """The change as it would run now: refused unless it is the change that was approved."""
-        again = self.build(call)
+        again = change_build.build(self.runner, call)
         shown = self.checks.preview(call, again.kwargs)
-        now = self.digest(call, again, shown)
+        now = change_build.digest(call, again, shown)
         if now != digest:
             changed = "the preview (the devices changed since)" if shown != preview else "the task arguments or file"
             message = (
@@ -226,11 +193,11 @@ class ChangeRunner:
         """A change's reply as the model reads it; the devices it reached count against the run."""
         if isinstance(target, WorkflowSpec):
             text, status, error, steps = workflow.render(target, uuid, reply, built.sha256, self.runner.secrets())
-            call.run.touched({host for _, workers in steps for host in devices_in(workers)})
+            call.run.touched({host for _, workers in steps for host in replies.devices_in(workers)})
             return text, status, error
         if target.target.service == "nornir":
-            call.run.touched(devices_in(reply))
-        return self.runner.render(target, uuid, reply, call.arguments, call.run.started)
+            call.run.touched(replies.devices_in(reply))
+        return replies.render(target, uuid, reply, call.arguments, self.runner.secrets(), call.run.started)
 
     # ------------------------------------------------------ after the change
 
@@ -275,13 +242,13 @@ class ChangeRunner:
             return RollbackRecord(state="not_allowed", error="the agent's changes.rollback is off")
         trace = CallTrace()
         try:
-            target, undo, shown = self._rollback_call(call, built)
+            target, undo, shown = change_build.rollback_call(self.runner, call, built)
         except ToolError as error:
             return RollbackRecord(state="failed", error=str(error))
         if definition.approval:
             ask = ChangeAsk(undo.devices, digest, shown, "roll back the change of tool", " (its verification failed)")
             try:
-                self.runner.approve(spec, call.arguments, run, ask)
+                self.runner.approver.approve(spec, call.arguments, run, ask)
             except ToolError as error:
                 return RollbackRecord(state="declined", error=str(error))
         run.event(f"tool {spec.name} rolling back change {digest} on {', '.join(undo.devices)}", severity="WARNING")
@@ -293,38 +260,6 @@ class ChangeRunner:
         check = self.checks.verify(call, built.devices, before=before)
         state = "done" if status == "completed" else "failed"
         return RollbackRecord(state=state, job_uuid=trace.job_uuid, error=error, check=check)
-
-    def _rollback_call(self, call: ChangeCall, built: Built) -> Tuple[Any, Built, Dict[str, str]]:
-        """Where the rollback goes, what it sends, and what the operator is shown per device."""
-        spec, arguments = call.spec, call.arguments
-        definition = spec.definition
-        if definition.rollback.workflow:
-            url = definition.rollback.workflow
-            undo = WorkflowSpec(
-                spec.agent,
-                spec.name,
-                WorkflowDefinition(
-                    file=url,
-                    input_schema={"type": "object", "properties": {name: {} for name in arguments}},
-                    workers=spec.target.workers if isinstance(spec, WorkflowSpec) else "any",
-                    timeout=spec.target.timeout,
-                    allow_commands=definition.allow_commands,
-                ),
-            )
-            flow, sha, devices = workflow.build(undo, self.runner.client, arguments, spec.target.timeout)
-            shown = {device: f"workflow {url} (sha256 {sha})" for device in devices}
-            return undo, Built({"workflow": flow}, devices, sha), shown
-        name = rollback_argument(spec)
-        try:
-            guards.check_values(arguments)
-            commands.check_spliced({k: v for k, v in arguments.items() if isinstance(v, str)})
-            lines = substitute(definition.rollback.commands, arguments)
-        except (ValueError, KeyError) as error:
-            raise ToolError(f"the rollback commands cannot be filled in: {error}") from None
-        kwargs = {k: v for k, v in spec.target.kwargs.items() if k not in (name, "job_data")}
-        kwargs.update({k: built.kwargs[k] for k in EXACT_FILTERS if k in built.kwargs})
-        kwargs[name] = lines
-        return spec, Built(kwargs, built.devices), {device: "\n".join(lines) for device in built.devices}
 
     @staticmethod
     def report(text: str, status: str, error: Optional[str], record: ChangeRecord) -> Tuple[str, str, Optional[str]]:
@@ -338,18 +273,3 @@ class ChangeRunner:
             payload.update(ok=False, error=error)
             status = "failed"
         return json.dumps(payload, default=str), status, error
-
-
-def header(built: Built) -> str:
-    """What the operator reads of a workflow above its preview: the file's digest and the steps it runs."""
-    if not built.sha256:
-        return ""
-    flow = built.kwargs["workflow"]
-    steps = [f"{name} {step['service']}.{step['task']}" for name, step in flow.items() if isinstance(step, dict)]
-    return f" by workflow {flow.get('name')} (sha256 {built.sha256[:16]}; steps: {', '.join(steps)})"
-
-
-def rollback_argument(spec: Any) -> str:
-    """The argument the change tool sends its commands with: rollback commands go there."""
-    names = commands.command_arguments(set(spec.target.kwargs) | set((spec.parameters or {}).get("properties") or {}))
-    return names[0] if names else ("config" if spec.target.task == "cfg" else "commands")

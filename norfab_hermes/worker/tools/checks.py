@@ -20,7 +20,9 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ...models import CheckResult
 from ...safety.changes import clean_text, unmet
 from ...safety.redact import scrub
-from .specs import CallTrace, JobTarget, ToolError
+from .calls import CallTrace, ToolError
+from .replies import render
+from .specs import JobTarget
 
 PREVIEW_CHARS = 3000  # per device, on an operator's screen and in the approval record
 PREVIEW_DEVICES = 20
@@ -80,7 +82,7 @@ class Checks:
         kwargs = self.runner.prepare(spec, passed)
         trace = CallTrace()
         reply = self.runner.dispatch(spec, kwargs, self.runner.call_timeout(spec, run), run, call.interrupted, trace)
-        _, status, error = self.runner.render(spec, trace.job_uuid, reply, passed, run.started)
+        _, status, error = render(spec, trace.job_uuid, reply, passed, self.runner.secrets(), run.started)
         if status != "completed":
             raise ToolError(f"{check.tool} (job {trace.job_uuid}) failed: {error}")
         return device_texts(reply, headers=True), trace.job_uuid

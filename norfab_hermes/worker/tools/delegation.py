@@ -30,7 +30,8 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from ...models import DelegatedRun, Lineage
 from ...norfab_compat import forget_job
 from ...safety.redact import scrub
-from .specs import QUESTION_CHARS, CallTrace, DelegateSpec, ToolError
+from .calls import CallTrace, ToolError
+from .specs import QUESTION_CHARS, DelegateSpec
 
 log = logging.getLogger(__name__)
 

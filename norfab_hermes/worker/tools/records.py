@@ -16,7 +16,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...errors import HermesError
 from ...safety.redact import redact
-from .specs import SEARCH_CHARS, RecordsSpec, ToolError
+from .calls import ToolError
+from .specs import SEARCH_CHARS, RecordsSpec
 
 DEFAULT_LIMIT = 10
 EXCERPT = 240  # characters either side of a search hit

@@ -5,7 +5,8 @@ Running an agent's tool calls, through the worker's own NFPClient.
 then for a NorFab tool validate the model's arguments against the tool and
 the guards, merge fixed ones, ask for approval when the tool changes state,
 dispatch with a timeout inside the run's budget, and turn the NorFab reply
-into a redacted result the model can read; a delegate's question goes to
+into a redacted result the model can read (``replies``); approval is the
+``approval`` module's; a delegate's question goes to
 the delegator (``delegation``), a change (an approval-gated tool or a
 workflow) goes through the change envelope (``change``), a records tool's
 read to the records reader (``records``). Every reply a call receives is
@@ -17,7 +18,6 @@ import json
 import logging
 import threading
 import time
-from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import jsonschema
@@ -25,14 +25,16 @@ import jsonschema
 from ...models import ToolCallSummary, arguments_digest
 from ...norfab_compat import forget_job
 from ...safety import commands, guards
-from ...safety.changes import HOST_FILTERS
-from ...safety.redact import redact, scrub
+from ...safety.redact import scrub
 from ..evidence import capture
-from .specs import CallTrace, ChangeAsk, DelegateSpec, RecordsSpec, ToolError, ToolSpec, is_open
+from .approval import Approver
+from .calls import CallTrace, ToolError
+from .replies import devices_in, render
+from .schemas import is_open
+from .specs import DelegateSpec, RecordsSpec, ToolSpec
 
 log = logging.getLogger(__name__)
 MIN_CALL_SECONDS = 1.0  # a call needs at least this much of the run budget left
-CLOCK_SKEW = 60.0  # seconds a worker's clock may be behind ours before its result counts as stale
 
 
 def child_job_timeout(seconds: float) -> int:
@@ -45,30 +47,12 @@ def child_job_timeout(seconds: float) -> int:
     return max(10, int(seconds) // 10 * 10)
 
 
-def ctime_seconds(text: Any) -> Optional[float]:
-    """Seconds since the epoch of a NorFab ``time.ctime()`` timestamp (worker local time)."""
-    try:
-        return time.mktime(time.strptime(str(text)))
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
 def _response(text: str) -> str:
     """A delegate's answer from the text the model reads."""
     try:
         return str(json.loads(text).get("response") or "")
     except (ValueError, AttributeError):
         return ""
-
-
-def devices_in(reply: Any) -> set:
-    """The hosts a nornir reply holds results for (a nornir result is keyed by host)."""
-    return {
-        host
-        for result in (reply or {}).values()
-        if isinstance(result, dict) and isinstance(result.get("result"), dict)
-        for host in result["result"]
-    }
 
 
 class ToolRunner:
@@ -91,8 +75,7 @@ class ToolRunner:
         self.max_chars = max_chars
         self.per_target = per_target
         self.secrets = secrets
-        self.ask = ask  # ask(session_key, question, default, metadata): the run's operator answers, or PermissionError
-        self.inbox = inbox  # the approval inbox of runs nobody is attached to
+        self.approver = Approver(ask, inbox)  # asks the run's operator or the inbox, for calls that need it
         self.delegator = delegator  # asks other agents, for delegate tools
         self.changes = changes  # runs change calls inside the change envelope (``change.ChangeRunner``)
         self.evidence = evidence  # keeps every reply a call receives as artifacts (``evidence.store``)
@@ -163,14 +146,14 @@ class ToolRunner:
     ) -> Tuple[str, str, Optional[str]]:
         kwargs = self.prepare(spec, arguments)
         timeout = self.call_timeout(spec, run)
-        trace.approved_by = self.approve(spec, arguments, run)
+        trace.approved_by = self.approver.approve(spec, arguments, run)
         target = spec.target
         run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
         reply = self.dispatch(spec, kwargs, timeout, run, interrupted, trace)
         if target.service == "nornir":
             run.touched(devices_in(reply))
         kept = [a.artifact_id for a in trace.artifacts]
-        return self.render(spec, trace.job_uuid, reply, arguments, run.started, kept)
+        return render(spec, trace.job_uuid, reply, arguments, self.secrets(), run.started, kept)
 
     def keep(self, spec: Any, run: Any, trace: CallTrace, pieces: List[capture.Piece]) -> List[Any]:
         """Keep what a call received as evidence, listed on the run; nothing when the worker keeps none."""
@@ -243,59 +226,6 @@ class ToolRunner:
             raise ToolError("the run's time budget is spent; no time left for another tool call")
         return timeout
 
-    def approve(
-        self, spec: Any, arguments: Dict[str, Any], run: Any, change: Optional[ChangeAsk] = None
-    ) -> Optional[str]:
-        """A live caller answers inline; a run nobody is attached to waits in the inbox, or is refused.
-
-        A change is shown with its devices, preview and digest, and is
-        always asked; another tool only when its definition sets approval.
-        Returns who approved the call (None for a call that needs no approval).
-        """
-        if change is None and not spec.definition.approval:
-            return None
-        if self.ask is None and self.inbox is None:
-            raise ToolError("this tool needs the operator's approval, and nobody can be asked in this run")
-        service, task, workers = spec.where()
-        target = f"{service}.{task} on {workers}"
-        approvers = spec.definition.approvers if spec.definition.approvers is not None else run.approvers
-        # a caller who is not among the approvers answers nothing inline: the call waits in the inbox
-        inline = run.interactive and (not approvers or run.client in approvers)
-        if not inline and run.approval_timeout > 0 and self.inbox is not None:
-            approval = self.inbox.request(run, spec.name, target, arguments, approvers, change)
-            note = f" ({approval.note})" if approval.note else ""
-            if approval.state == "approved":
-                return approval.decided_by or "an operator"
-            if approval.state == "denied":
-                raise ToolError(f"{approval.decided_by or 'an operator'} denied this call{note}; it was not made")
-            raise ToolError(
-                f"this tool needs the operator's approval: approval {approval.approval_id} expired{note}; the call was not made"
-            )
-        if run.interactive and not inline:
-            raise ToolError(
-                f"this tool needs the approval of {', '.join(approvers)}; the run's caller is not one of them "
-                "and the agent sets no approval_timeout to wait for them; the call was not made"
-            )
-        what = change.what if change else "run tool"
-        question = (
-            f"Agent '{spec.agent}' wants to {what} {spec.name} ({service}.{task}) "
-            f"with {json.dumps(arguments, sort_keys=True)}. Allow?"
-        )
-        metadata = {"approval": {"tool": spec.name, "arguments": arguments}}
-        if change:
-            question = f"{change.shown()}\n{question}"
-            metadata["approval"].update(digest=change.digest, devices=change.devices, preview=change.preview)
-        try:
-            allowed = self.ask(run.session_key, question, False, metadata)
-        except PermissionError as reason:
-            raise ToolError(f"this tool needs the operator's approval: {reason}; the call was not made") from None
-        approved = allowed is True or str(allowed).lower() in ("y", "yes", "true")
-        if self.inbox is not None:
-            self.inbox.answered(run, spec.name, target, arguments, approved, approvers, change)
-        if not approved:
-            raise ToolError("the operator declined this call; it was not made")
-        return run.client or "the run's operator"
-
     # -------------------------------------------------------------- dispatch
 
     def _semaphore(self, spec: Any) -> threading.BoundedSemaphore:
@@ -353,68 +283,6 @@ class ToolRunner:
             semaphore.release()
             if trace.job_uuid:
                 forget_job(self.client, trace.job_uuid)
-
-    # ---------------------------------------------------------------- result
-
-    def render(
-        self,
-        spec: ToolSpec,
-        uuid: Optional[str],
-        reply: Any,
-        arguments: Dict[str, Any],
-        since: Optional[float] = None,
-        artifacts: Optional[List[str]] = None,
-    ) -> Tuple[str, str, Optional[str]]:
-        """The model's view of a NorFab reply: per worker status, errors and result.
-
-        A worker's result produced before ``since`` (the run's start) is no
-        evidence of the network now: it is marked stale and the call fails.
-        """
-        target = spec.target
-        if not reply:
-            error = f"job {uuid} for {target.service}.{target.task} got no reply: no worker matched '{target.workers}' or it timed out"
-            raise ToolError(error)
-        workers = {}
-        errors = []
-        for worker, result in reply.items():
-            entry = {"status": result.get("status"), "failed": bool(result.get("failed"))}
-            if result.get("status") == "no_match":
-                entry["errors"] = ["no hosts matched the host filters"]
-                errors.append(f"{worker}: no hosts matched the host filters")
-            elif result.get("failed") or result.get("status") in ("timeout", "error", "failed"):
-                entry["failed"] = True
-                entry["errors"] = redact(
-                    result.get("errors") or [f"task failed with status {result.get('status')}"], self.secrets()
-                )
-                errors.append(f"{worker}: {'; '.join(entry['errors'])}")
-            if result.get("result") is not None:
-                # failed results often carry the per-device reason; device
-                # output is redacted as data, before it is encoded
-                entry["result"] = redact(result.get("result"), self.secrets())
-            produced = ctime_seconds(result.get("task_completed"))
-            if since is not None and produced is not None and produced < since - CLOCK_SKEW:
-                entry["stale"] = f"produced at {result['task_completed']}, before this run started"
-                errors.append(f"{worker}: result is stale ({entry['stale']}); call again for current data")
-            workers[worker] = entry
-        named_hosts = (set(arguments) | set(target.kwargs)) & HOST_FILTERS
-        if not errors and named_hosts and not any(w.get("result") for w in workers.values()):
-            # NorFab can mark a job completed with no data when jobs to one
-            # nornir worker overlap; it is not evidence that hosts have nothing
-            errors.append("the task completed but returned no data for the requested hosts; retry the call")
-        ok = not errors
-        payload = {
-            "ok": ok,
-            "tool": spec.name,
-            "task": f"{target.service}.{target.task}",
-            "job_uuid": uuid,
-            "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "workers": workers,
-        }
-        if errors:
-            payload["error"] = "; ".join(errors)
-        if artifacts:
-            payload["artifacts"] = artifacts  # kept whole: the records tool and the evidence task read them
-        return json.dumps(payload, default=str), "completed" if ok else "failed", payload.get("error")
 
     def bound(self, text: str) -> Tuple[str, bool]:
         if len(text) <= self.max_chars:

@@ -3,81 +3,32 @@ An agent's tools as its model sees them.
 
 A :class:`ToolSpec` is one agent's view of one NorFab tool: the schema its
 model sees and the NorFab task behind it. Descriptions and schemas not given
-in the definition come from the target service's ``list_tasks``, minus
-fixed, injected and guarded arguments, closed to extras. A
-:class:`DelegateSpec` is one of the agent's delegates: a question for
+in the definition come from the target service's ``list_tasks`` (``schemas``).
+A :class:`DelegateSpec` is one of the agent's delegates: a question for
 another agent on one hermes worker (run by ``delegation``); a
-:class:`RecordsSpec` reads this worker's own records (``records``). :class:`ToolBox`
-holds every agent's specs and retries the ones whose service did not answer.
+:class:`RecordsSpec` reads this worker's own records (``records``).
 A :class:`WorkflowSpec` is one of the agent's workflow tools: a reviewed
 workflow file, read and checked when the specs load (run by ``workflow``).
+``toolbox`` holds every agent's specs.
 
 Nothing here imports Hermes; the plugin registers the specs with Hermes'
 tool registry.
 """
 
 import hashlib
-import json
 import textwrap
-import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import yaml
 
-from ...models import (
-    AgentDefinition,
-    ChangeRecord,
-    DelegateDefinition,
-    RecordsDefinition,
-    ToolDefinition,
-    WorkflowDefinition,
-)
-from ...safety import commands, guards
+from ...models import DelegateDefinition, RecordsDefinition, ToolDefinition, WorkflowDefinition
+from ...safety import commands
 from ...safety.workflows import Step, check_workflow
+from .schemas import allowed_commands, closed, derive_parameters
 
-LIST_TASKS_TIMEOUT = 15
-# arguments NorFab injects into every task; never the model's to set
-INJECTED_ARGUMENTS = {"job", "progress"}
 DESCRIPTION_CHARS = 1024
 QUESTION_CHARS = 4000  # a delegate's question: a request, not a document
-
-
-class ToolError(Exception):
-    """A call that cannot go ahead; the message is for the model."""
-
-
-@dataclass
-class CallTrace:
-    """What one tool call has started so far; its summary is built from it once, when the call ends."""
-
-    job_uuid: Optional[str] = None  # the child NorFab job
-    delegated: Optional[Any] = None  # a delegate's asked run (``delegation.Child``)
-    approved_by: Optional[str] = None  # who approved an approval-gated call
-    artifacts: List[Any] = field(default_factory=list)  # what the call received, kept as evidence
-    change: Optional[ChangeRecord] = None  # a change's preview, digest, verification and rollback
-
-
-@dataclass
-class ChangeAsk:
-    """What an operator is shown to approve a change: its devices, digest and preview per device."""
-
-    devices: List[str]
-    digest: str
-    preview: Dict[str, str]
-    what: str = "run tool"  # what the agent wants to do with the tool
-    header: str = ""  # e.g. the workflow file and its sha256
-
-    def shown(self) -> str:
-        """The lines above the question. Device text is indented and marked, so it cannot pass for the question."""
-        lines = [f"Change {self.digest} on {', '.join(self.devices) or 'no named device'}{self.header}."]
-        if self.preview:
-            lines.append("Preview, per device:")
-            for device, text in self.preview.items():
-                lines.append(f"  {device}:")
-                lines += [f"  | {line}" for line in text.splitlines() or [""]]
-        return "\n".join(lines)
 
 
 class ToolSpec:
@@ -319,127 +270,3 @@ class WorkflowSpec:
             "steps": steps,
             "error": self.error,
         }
-
-
-def allowed_commands(patterns: Optional[List[str]]) -> Tuple[List[Any], str]:
-    """The commands a tool may send to a device, and how to say so; read-only forms unless the definition says."""
-    compiled = commands.compile_commands(patterns or list(commands.READ_ONLY_COMMANDS))
-    return compiled, f"commands matching {'; '.join(patterns)}" if patterns else commands.READ_ONLY_SUMMARY
-
-
-def closed(schema: Dict[str, Any]) -> Dict[str, Any]:
-    """An explicit schema, closed to extra arguments unless it opens itself explicitly."""
-    return schema if "additionalProperties" in schema else {**schema, "additionalProperties": False}
-
-
-def is_open(schema: Dict[str, Any]) -> bool:
-    return schema.get("additionalProperties") not in (None, False)
-
-
-def derive_parameters(input_schema: Dict[str, Any], fixed: Dict[str, Any]) -> Dict[str, Any]:
-    """The task's input schema minus fixed, injected and guarded arguments, closed to extras."""
-    schema = _strip_presence(json.loads(json.dumps(input_schema)))
-    hidden = INJECTED_ARGUMENTS | set(fixed)
-    properties = {
-        k: v for k, v in (schema.get("properties") or {}).items() if k not in hidden and not guards.guarded_argument(k)
-    }
-    schema.update(
-        type="object",
-        properties=properties,
-        required=[r for r in schema.get("required") or [] if r in properties],
-        additionalProperties=False,
-    )
-    if not schema["required"]:
-        del schema["required"]
-    return schema
-
-
-def _strip_presence(value: Any) -> Any:
-    # "presence" is PICLE's shell flag, not JSON schema
-    if isinstance(value, dict):
-        return {k: _strip_presence(v) for k, v in value.items() if k != "presence"}
-    if isinstance(value, list):
-        return [_strip_presence(v) for v in value]
-    return value
-
-
-def refresh(client: Any, specs: List[Any]) -> None:
-    """Resolve NorFab tools from their services' task lists (once per service); read workflow files."""
-    tools = [spec for spec in specs if isinstance(spec, ToolSpec)]
-    listed = {service: list_tasks(client, service) for service in {spec.target.service for spec in tools}}
-    for spec in tools:
-        spec.resolve(*listed[spec.target.service])
-    for spec in specs:
-        if isinstance(spec, WorkflowSpec):
-            spec.load(client)
-
-
-def list_tasks(client: Any, service: str) -> Tuple[Optional[Dict[str, dict]], Optional[str]]:
-    try:
-        reply = client.run_job(service, "list_tasks", workers="any", timeout=LIST_TASKS_TIMEOUT)
-    except Exception as error:  # a broken service must not break the worker
-        return None, repr(error)
-    if not reply:
-        return None, "no worker of that service answered"
-    result = next(iter(reply.values()))
-    if result.get("failed"):
-        return None, "; ".join(result.get("errors") or ["list_tasks failed"])
-    return {task["name"]: task for task in result.get("result") or []}, None
-
-
-class ToolBox:
-    """Every agent's tool specs on one worker."""
-
-    def __init__(self, client: Any, retry_interval: float) -> None:
-        self.client = client
-        self.retry_interval = retry_interval  # seconds between retries of tools whose service did not answer
-        self.specs: Dict[str, Dict[str, ToolSpec]] = {}
-        self._tried = 0.0  # last retry of unavailable tools
-        self._lock = threading.Lock()
-
-    def load(self, agents: Dict[str, AgentDefinition]) -> None:
-        """Specs for these agents' tools and delegates; each target service's tasks are listed once."""
-        specs = {
-            agent: {
-                **{name: ToolSpec(agent, name, d) for name, d in a.tools.items()},
-                **{name: DelegateSpec(agent, name, d, a.max_delegation_depth) for name, d in a.delegates.items()},
-                **{name: RecordsSpec(agent, name, d) for name, d in a.records.items()},
-                **{name: WorkflowSpec(agent, name, d) for name, d in a.workflows.items()},
-            }
-            for agent, a in agents.items()
-        }
-        refresh(self.client, [spec for tools in specs.values() for spec in tools.values()])
-        self.specs.update(specs)
-
-    def get(self, agent: str, name: str) -> Optional[ToolSpec]:
-        return self.specs.get(agent, {}).get(name)
-
-    def retry_unavailable(self) -> bool:
-        """Retry tools whose NorFab task could not be read (e.g. its service started later).
-
-        At most every ``retry_interval``: listing an absent service's tasks waits
-        for a timeout, and runs should not each pay it. Returns whether tools
-        that were unavailable are now all resolved.
-        """
-        with self._lock:
-            if time.time() - self._tried < self.retry_interval:
-                return False
-            self._tried = time.time()
-        broken = [
-            spec
-            for tools in self.specs.values()
-            for spec in tools.values()
-            if isinstance(spec, (ToolSpec, WorkflowSpec)) and spec.error
-        ]
-        if not broken:
-            return False
-        refresh(self.client, broken)
-        return not any(spec.error for spec in broken)
-
-    def errors(self) -> List[str]:
-        return [
-            f"agent '{agent}' tool '{name}': {spec.error}"
-            for agent, tools in self.specs.items()
-            for name, spec in tools.items()
-            if spec.error
-        ]

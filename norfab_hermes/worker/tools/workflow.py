@@ -20,7 +20,8 @@ from ...safety import commands, guards
 from ...safety.changes import EXACT_FILTERS, change_devices, substitute
 from ...safety.redact import redact
 from ...safety.workflows import RUN_IF, Step, check_arguments
-from .specs import ToolError, WorkflowSpec
+from .calls import ToolError
+from .specs import WorkflowSpec
 
 
 def build(

@@ -1,0 +1,54 @@
+"""
+The schema a model sees of a NorFab tool: an explicit schema closed to extras, or the task's input
+schema minus fixed, injected and guarded arguments; the commands the tool may send a device.
+"""
+
+import json
+from typing import Any, Dict, List, Optional, Tuple
+
+from ...safety import commands, guards
+
+# arguments NorFab injects into every task; never the model's to set
+INJECTED_ARGUMENTS = {"job", "progress"}
+
+
+def allowed_commands(patterns: Optional[List[str]]) -> Tuple[List[Any], str]:
+    """The commands a tool may send to a device, and how to say so; read-only forms unless the definition says."""
+    compiled = commands.compile_commands(patterns or list(commands.READ_ONLY_COMMANDS))
+    return compiled, f"commands matching {'; '.join(patterns)}" if patterns else commands.READ_ONLY_SUMMARY
+
+
+def closed(schema: Dict[str, Any]) -> Dict[str, Any]:
+    """An explicit schema, closed to extra arguments unless it opens itself explicitly."""
+    return schema if "additionalProperties" in schema else {**schema, "additionalProperties": False}
+
+
+def is_open(schema: Dict[str, Any]) -> bool:
+    return schema.get("additionalProperties") not in (None, False)
+
+
+def derive_parameters(input_schema: Dict[str, Any], fixed: Dict[str, Any]) -> Dict[str, Any]:
+    """The task's input schema minus fixed, injected and guarded arguments, closed to extras."""
+    schema = _strip_presence(json.loads(json.dumps(input_schema)))
+    hidden = INJECTED_ARGUMENTS | set(fixed)
+    properties = {
+        k: v for k, v in (schema.get("properties") or {}).items() if k not in hidden and not guards.guarded_argument(k)
+    }
+    schema.update(
+        type="object",
+        properties=properties,
+        required=[r for r in schema.get("required") or [] if r in properties],
+        additionalProperties=False,
+    )
+    if not schema["required"]:
+        del schema["required"]
+    return schema
+
+
+def _strip_presence(value: Any) -> Any:
+    # "presence" is PICLE's shell flag, not JSON schema
+    if isinstance(value, dict):
+        return {k: _strip_presence(v) for k, v in value.items() if k != "presence"}
+    if isinstance(value, list):
+        return [_strip_presence(v) for v in value]
+    return value
