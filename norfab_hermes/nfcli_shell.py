@@ -14,13 +14,17 @@ text (``invoke AGENT "TEXT"``, ``session AGENT ID``, ``command AGENT "/usage"``,
 ``chat AGENT``, ``schedule AGENT ACTION ...``, ``run AGENT RUN_ID``) are fields
 whose values are those positionals, with their options (``session``,
 ``workers``, ``timeout``, ``background``, ``follow``, ``name``, ``prompt``,
-``every``, ``repeat``) on the same model; agent-only verbs (``sessions AGENT``,
-``interrupt AGENT``, ``schedules``, ``pause``, ``resume``, ``history``, and the
-lifecycle verbs ``create``, ``clone``, ``stop``, ``start``, ``restart``,
+``every``, ``repeat``) on the same model; agent-only verbs (``sessions AGENT``
+of :mod:`.nfcli.overview`, ``interrupt AGENT`` of :mod:`.nfcli.turns`,
+``schedules``, ``pause``, ``resume``, ``history`` of :mod:`.nfcli.schedules`,
+the lifecycle verbs ``create``, ``clone``, ``stop``, ``start``, ``restart``,
 ``delete`` of :mod:`.nfcli.lifecycle`, ``reset-breaker``) and the id verbs
 ``approve ID``, ``deny ID`` (:mod:`.nfcli.runs`) and ``acknowledge ID``
-(:mod:`.nfcli.changes`) are PICLE key dicts; ``runs`` and ``audit
-export|verify`` (:mod:`.nfcli.records`) are command models. An agent name equal
+(:mod:`.nfcli.changes`) are PICLE key dicts; ``agents``, ``status``
+(:mod:`.nfcli.overview`), ``runs`` and ``audit export|verify``
+(:mod:`.nfcli.records`) are command models. This module holds the tree and
+hands each free-text verb to its module (``invoke`` and ``command`` to
+:mod:`.nfcli.turns`, ``chat`` to :mod:`.nfcli.chat`, ...). An agent name equal
 to, or a prefix of, a ``hermes`` keyword must be quoted, and so should
 instructions. ``run`` is also an action of ``schedule``: ``schedule AGENT run
 ID`` arrives as ``schedule`` and ``run`` values and is put back together.
@@ -33,117 +37,20 @@ NorFab's task registry is process-global, so the worker module and Hermes
 must stay out of the client process.
 """
 
-from typing import Any, ClassVar, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
-from norfab.clients.nfcli_shell.common import run_future_job
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
-from rich.console import Console, Group, RenderableType
-from rich.text import Text
+from rich.console import RenderableType
 
-from .models import CommandResultData
-from .nfcli import carryover, lifecycle, picle_compat, records, runs, schedules
+from .nfcli import carryover, chat, lifecycle, overview, picle_compat, records, runs, schedules, turns
 from .nfcli import changes as change_views
-from .nfcli.chat import Chat, pick_agent
 from .nfcli.common import WorkersOption, agent_names, agent_verb, as_str, guarded, misparsed, positionals, router
-from .nfcli.live import error_text, job_event_line, markdown, own_job_event, reply_view, run_turn
-from .nfcli.views import agents_view, failed, session_view, sessions_view, status_view
-from .routing import COMMAND_JOB_TIMEOUT, Target
+from .nfcli.live import error_text
+
+# by name: inside HermesShell's body the field 'schedules' hides the module
+from .nfcli.schedules import HermesHistoryCommand, HermesPauseCommand, HermesResumeCommand, HermesSchedulesCommand
 
 picle_compat.install()  # the plugin seam hands no App: PICLE's class learns quoted '?' and subshell history
-
-# ---------------------------------------------------------------- commands
-
-
-class HermesAgentsCommand(WorkersOption):
-    @staticmethod
-    def run(workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
-        return misparsed(kwargs) or guarded(lambda: agents_view(router().agents(as_str(workers))))
-
-
-class HermesStatusCommand(WorkersOption):
-    @staticmethod
-    def run(workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
-        def render() -> RenderableType:
-            replies = router().status(as_str(workers))
-            return Group(status_view(replies), *change_views.envelope_views(change_views.envelopes(replies)))
-
-        return misparsed(kwargs) or guarded(render)
-
-
-class HermesSessionsCommand(WorkersOption):
-    limit: Optional[StrictInt] = Field(None, description="Newest sessions to list (default 20)")
-
-    @staticmethod
-    def run(agent: str, workers: Optional[str] = None, limit: Optional[int] = None, **kwargs: Any) -> RenderableType:
-        def render() -> RenderableType:
-            routes = router()
-            target = routes.resolve(str(agent), as_str(workers))
-            res = routes.one("get_sessions", target, {"limit": limit or 20})
-            return failed(res) or sessions_view(target, res["result"])
-
-        return misparsed(kwargs) or guarded(render)
-
-
-class HermesInterruptCommand(WorkersOption):
-    model_config = ConfigDict(populate_by_name=True)
-    run_id: Optional[StrictStr] = Field(
-        None, alias="run", description="Run id, from the invoke's output or 'hermes status'"
-    )
-
-    @staticmethod
-    def run(agent: str, run_id: Optional[str] = None, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
-        if misparsed(kwargs):
-            return misparsed(kwargs)
-        if not run_id:
-            return error_text(["usage: hermes interrupt AGENT run RUN_ID (workers WORKER)"])
-        run_id = str(run_id)
-
-        def render() -> RenderableType:
-            routes = router()
-            target = routes.run_owner(str(agent), run_id, as_str(workers))
-            res = routes.one("interrupt", target, {"run_id": run_id})
-            return failed(res) or Text(
-                f"run {run_id} of agent '{target.agent}' on worker '{target.worker}' is stopping; "
-                "its invoke returns with stop_reason 'interrupted'"
-            )
-
-        return guarded(render)
-
-
-class HermesSchedulesCommand(WorkersOption):
-    @staticmethod
-    def run(agent: str, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
-        return misparsed(kwargs) or guarded(lambda: schedules.show(router(), str(agent), as_str(workers)))
-
-
-class HermesPauseCommand(WorkersOption):
-    """``AGENT schedule ID``; subclasses change ACTION, the schedule task's action."""
-
-    ACTION: ClassVar[str] = "pause"
-    model_config = ConfigDict(populate_by_name=True)
-    # plain str: PICLE leaves such values alone (an id of digits keeps its leading zeros)
-    schedule_id: str = Field(None, alias="schedule", description="Schedule id or name, from 'hermes schedules AGENT'")
-
-    @classmethod
-    def run(
-        cls, agent: str, schedule_id: Any = None, workers: Optional[str] = None, limit: Any = None, **kwargs: Any
-    ) -> RenderableType:
-        if misparsed(kwargs):
-            return misparsed(kwargs)
-        if not schedule_id:
-            return schedules.usage(f"{cls.ACTION} takes the schedule: hermes {cls.ACTION} AGENT schedule ID")
-        ref, where = str(schedule_id), as_str(workers)
-        return guarded(lambda: schedules.act(router(), str(agent), where, cls.ACTION, ref, limit=limit))
-
-
-class HermesResumeCommand(HermesPauseCommand):
-    ACTION: ClassVar[str] = "resume"
-
-
-class HermesHistoryCommand(HermesPauseCommand):
-    ACTION: ClassVar[str] = "history"
-    limit: Optional[StrictInt] = Field(None, description="Newest runs to show (default 20)")
-
 
 USAGE = (
     """usage:
@@ -175,19 +82,19 @@ class HermesShell(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True)
 
-    agents: HermesAgentsCommand = Field(None, description="List agents of hermes workers")
-    status: HermesStatusCommand = Field(
+    agents: overview.HermesAgentsCommand = Field(None, description="List agents of hermes workers")
+    status: overview.HermesStatusCommand = Field(
         None, description="Show hermes workers: readiness, agents, active runs, schedulers"
     )
     invoke: Any = Field(None, description='AGENT "INSTRUCTIONS" - run one agent turn')
     chat: Any = Field(
         None, description="AGENT - chat with an agent; without AGENT pick one", json_schema_extra={"presence": True}
     )
-    sessions: Dict[StrictStr, HermesSessionsCommand] = agent_verb("List an agent's sessions")
+    sessions: Dict[StrictStr, overview.HermesSessionsCommand] = agent_verb("List an agent's sessions")
     session: Any = Field(
         None, description="AGENT SESSION - show a session; with invoke, chat or command: the session to continue"
     )
-    interrupt: Dict[StrictStr, HermesInterruptCommand] = agent_verb("Stop an agent's running turn")
+    interrupt: Dict[StrictStr, turns.HermesInterruptCommand] = agent_verb("Stop an agent's running turn")
     command: Any = Field(None, description='AGENT "/COMMAND" - run a native command, e.g. "/usage"')
     background: Optional[StrictBool] = Field(
         None, description="(invoke) start the run and return at once with its ids", json_schema_extra={"presence": True}
@@ -286,15 +193,15 @@ class HermesShell(BaseModel):
                 return error_text([USAGE])
             if kwargs.get("background"):
                 return guarded(lambda: runs.start(router(), args[0], " ".join(args[1:]), session, workers, timeout))
-            return guarded(lambda: run_invoke(args[0], " ".join(args[1:]), session, workers, timeout))
+            return guarded(lambda: turns.invoke(args[0], " ".join(args[1:]), session, workers, timeout))
         if verb == "command":
             args = positionals(kwargs["command"])
             if len(args) < 2:
                 return error_text([USAGE])
-            return guarded(lambda: run_command(args[0], " ".join(args[1:]), session, workers))
+            return guarded(lambda: turns.command(args[0], " ".join(args[1:]), session, workers))
         if verb == "chat":
             args = positionals(kwargs["chat"])
-            return guarded(lambda: run_chat(picle_app, args[0] if args else None, session, workers, timeout))
+            return guarded(lambda: chat.start(picle_app, args[0] if args else None, session, workers, timeout))
         if kwargs.get("schedule") is not None:
             args, options = positionals(kwargs["schedule"]), {o: kwargs.get(o) for o in schedules.DEFINITION_OPTIONS}
             if run_id is not None:  # 'schedule AGENT run ID': the word run is also the run verb
@@ -302,7 +209,7 @@ class HermesShell(BaseModel):
             return guarded(lambda: schedules.schedule_command(picle_app, router(), args, options, workers))
         for verb in ("evidence", "report", "handover"):
             if kwargs.get(verb) is not None:
-                return carryover_command(verb, positionals(kwargs[verb]), kwargs, workers)
+                return carryover.command(verb, positionals(kwargs[verb]), kwargs, workers)
         if run_id is not None:
             args = positionals(run_id)
             if len(args) != 2:
@@ -315,79 +222,5 @@ class HermesShell(BaseModel):
             args = positionals(kwargs["session"])
             if len(args) != 2:
                 return error_text([USAGE])
-            return guarded(lambda: run_show_session(args[0], args[1], workers))
+            return guarded(lambda: overview.show_session(args[0], args[1], workers))
         return error_text([USAGE])
-
-
-def carryover_command(verb: str, args: List[str], kwargs: Dict[str, Any], workers: Optional[str]) -> RenderableType:
-    output = as_str(kwargs.get("output"))
-    if verb == "evidence":
-        return guarded(lambda: carryover.evidence(router(), args, workers))
-    if verb == "report":
-        return guarded(lambda: carryover.report(router(), args, output, workers))
-    agents, since = as_str(kwargs.get("only")), as_str(kwargs.get("since"))
-    return guarded(lambda: carryover.handover(router(), args, agents, since, output, workers))
-
-
-def run_invoke(agent: str, instructions: str, session: Optional[str], workers: Optional[str], timeout: Any) -> Any:
-    routes = router()
-    target = routes.resolve(agent, workers, session)
-    console = Console()
-    console.print(Text(f"invoking agent '{target.agent}' on worker '{target.worker}', session {session or 'new'}"))
-
-    def show(event: dict) -> None:
-        if not own_job_event(event):  # the header above says the job started; the reply says it ended
-            console.print(job_event_line(event))
-
-    turn = run_turn(routes, target, instructions, session, timeout, show, console)
-    if turn is None:  # the operator stopped waiting
-        return None
-    session_id = (turn.result.get("result") or {}).get("session_id")
-    hint = None
-    if session_id and not turn.result.get("failed"):
-        hint = f'continue with: hermes invoke {target.agent} "..." session {session_id} workers {target.worker}'
-    return reply_view(turn.result, hint, turn.streamed)
-
-
-def run_command(agent: str, line: str, session: Optional[str], workers: Optional[str]) -> RenderableType:
-    target = router().resolve(agent, workers, session)
-    reply = run_future_job(
-        "hermes",
-        "command",
-        workers=target.worker,
-        kwargs={"agent": target.agent, "command": line, "session_id": session},
-        timeout=COMMAND_JOB_TIMEOUT,
-    )
-    res = (reply or {}).get(target.worker)
-    if not res:
-        return error_text([f"hermes command on worker '{target.worker}' returned no result"])
-    if failed(res):
-        return failed(res)
-    data = CommandResultData.model_validate(res["result"])
-    return Group(
-        markdown(data.response or "(no answer)"),
-        Text(f"{data.command} | agent {data.agent} | worker {data.worker} | session {data.session_id}", style="dim"),
-    )
-
-
-def run_show_session(agent: str, session_id: str, workers: Optional[str]) -> RenderableType:
-    routes = router()
-    target = routes.resolve(agent, workers, session_id)
-    res = routes.one("get_session", target, {"session_id": session_id})
-    return failed(res) or session_view(res["result"])
-
-
-def run_chat(
-    picle_app: Any, agent: Optional[str], session: Optional[str], workers: Optional[str], timeout: Any
-) -> None:
-    routes = router()
-    if agent is None:
-        target = pick_agent(picle_app, routes, workers)
-    elif session:
-        target = routes.resolve(agent, workers, session)
-    else:
-        hosting = routes.hosting(agent, workers)
-        target = Target(hosting[0], agent) if len(hosting) == 1 else pick_agent(picle_app, routes, hosting, agent)
-    if target is not None:
-        Chat(picle_app, routes, target, session, timeout).loop()
-    return None  # True would end nfcli

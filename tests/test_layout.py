@@ -56,7 +56,8 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # | testing              | models, errors, safety                                             |
 # | client side: routing,| the pure rooms (models, errors, safety, norfab_compat) and the     |
 # |   nfcli_shell, nfcli,|   client side; never the worker, never Hermes                      |
-# |   eval               |   (eval also testing: it runs the shipped lab and scripted model)  |
+# |   eval               |   (eval also testing: it runs the shipped lab and scripted model;  |
+# |                      |   nfcli/ never nfcli_shell, the mount point that imports it)       |
 # | worker/files.py      | nothing of the package                                             |
 # | worker/hermes/       | the pure rooms, worker/files.py                                    |
 # | worker/changes/      | the pure rooms, files (the change envelope's state)                |
@@ -101,6 +102,7 @@ ROOMS = {
     "models": {"errors", "safety"},
     "testing": {"models", "errors", "safety"},
     **{room: PURE | CLIENT for room in CLIENT},
+    "nfcli": PURE | CLIENT - {"nfcli_shell"},
     "eval": PURE | CLIENT | {"testing"},
     "files": set(),
     "hermes": PURE | {"files"},

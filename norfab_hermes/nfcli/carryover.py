@@ -7,7 +7,7 @@ SESSION (output FOLDER)``) and a shift handover across every hermes worker
 """
 
 from pathlib import Path
-from typing import Any, List, Literal, Optional
+from typing import Any, Dict, List, Literal, Optional
 
 from pydantic import Field
 from rich.console import Group, RenderableType
@@ -53,6 +53,17 @@ class HermesMemoryCommand(WorkersOption):
             return usage('entry goes with clear: hermes memory AGENT clear memory entry "TEXT"')
         text = " ".join(map(str, entry)) if isinstance(entry, list) else as_str(entry)
         return guarded(lambda: memory(router(), str(agent), clear, text, as_str(workers)))
+
+
+def command(verb: str, args: List[str], kwargs: Dict[str, Any], workers: Optional[str]) -> RenderableType:
+    """``hermes evidence|report|handover ...``: ``args`` are the verb's values, ``kwargs`` the shell's options."""
+    output = as_str(kwargs.get("output"))
+    if verb == "evidence":
+        return guarded(lambda: evidence(router(), args, workers))
+    if verb == "report":
+        return guarded(lambda: report(router(), args, output, workers))
+    agents, since = as_str(kwargs.get("only")), as_str(kwargs.get("since"))
+    return guarded(lambda: handover(router(), args, agents, since, output, workers))
 
 
 def memory(

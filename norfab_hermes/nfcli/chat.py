@@ -21,6 +21,7 @@ from rich.text import Text
 
 from ..models import AgentSummary, CommandResultData, SessionSummary
 from ..routing import COMMAND_JOB_TIMEOUT, Router, RoutingError, Selector, Target
+from .common import router
 from .live import CtrlC, error_text, markdown, own_job_event, reply_view, run_turn
 from .picle_compat import read_line
 from .tables import CLIP, short_time, table
@@ -171,6 +172,21 @@ class Chat:
         if data.session_id and (self.session_id or line.startswith(SESSION_COMMANDS)):
             self.session_id = data.session_id
         self.console.print(markdown(data.response or "(no answer)"))
+
+
+def start(app: Any, agent: Optional[str], session: Optional[str], workers: Optional[str], timeout: Any) -> None:
+    """``hermes chat (AGENT)``: chat with AGENT, or with one picked from a list (no AGENT, or on many workers)."""
+    routes = router()
+    if agent is None:
+        target = pick_agent(app, routes, workers)
+    elif session:
+        target = routes.resolve(agent, workers, session)
+    else:
+        hosting = routes.hosting(agent, workers)
+        target = Target(hosting[0], agent) if len(hosting) == 1 else pick_agent(app, routes, hosting, agent)
+    if target is not None:
+        Chat(app, routes, target, session, timeout).loop()
+    return None  # True would end nfcli
 
 
 def pick_agent(app: Any, router: Router, workers: Selector = None, agent: Optional[str] = None) -> Optional[Target]:

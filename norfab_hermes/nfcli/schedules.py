@@ -9,14 +9,15 @@ asks first when nfcli reads a terminal.
 """
 
 import re
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, ClassVar, Dict, List, Optional, Union
 
+from pydantic import ConfigDict, Field, StrictInt
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ..models import ScheduleInfo, ScheduleResultData, ScheduleRun
 from ..routing import Router, Target
-from .common import confirm, hint, on_terminal
+from .common import WorkersOption, as_str, confirm, guarded, hint, misparsed, on_terminal, router
 from .live import error_text
 from .tables import WRAP, short_time, short_times, table
 from .views import failed
@@ -56,19 +57,54 @@ def usage(problem: str) -> Text:
     return error_text([problem, "usage:", USAGE])
 
 
-def ask(router: Router, target: Target, action: str, **kwargs: Any) -> Union[Text, ScheduleResultData]:
+def ask(routes: Router, target: Target, action: str, **kwargs: Any) -> Union[Text, ScheduleResultData]:
     """Run the schedule task on the target's worker: its data, or its errors as red text."""
-    res = router.one("schedule", target, {"action": action, **{k: v for k, v in kwargs.items() if v is not None}})
+    res = routes.one("schedule", target, {"action": action, **{k: v for k, v in kwargs.items() if v is not None}})
     return failed(res) or ScheduleResultData.model_validate(res["result"])
 
 
 # ---------------------------------------------------------------- commands
 
 
-def show(router: Router, agent: str, workers: Optional[str]) -> RenderableType:
+class HermesSchedulesCommand(WorkersOption):
+    @staticmethod
+    def run(agent: str, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
+        return misparsed(kwargs) or guarded(lambda: show(router(), str(agent), as_str(workers)))
+
+
+class HermesPauseCommand(WorkersOption):
+    """``AGENT schedule ID``; subclasses change ACTION, the schedule task's action."""
+
+    ACTION: ClassVar[str] = "pause"
+    model_config = ConfigDict(populate_by_name=True)
+    # plain str: PICLE leaves such values alone (an id of digits keeps its leading zeros)
+    schedule_id: str = Field(None, alias="schedule", description="Schedule id or name, from 'hermes schedules AGENT'")
+
+    @classmethod
+    def run(
+        cls, agent: str, schedule_id: Any = None, workers: Optional[str] = None, limit: Any = None, **kwargs: Any
+    ) -> RenderableType:
+        if misparsed(kwargs):
+            return misparsed(kwargs)
+        if not schedule_id:
+            return usage(f"{cls.ACTION} takes the schedule: hermes {cls.ACTION} AGENT schedule ID")
+        ref, where = str(schedule_id), as_str(workers)
+        return guarded(lambda: act(router(), str(agent), where, cls.ACTION, ref, limit=limit))
+
+
+class HermesResumeCommand(HermesPauseCommand):
+    ACTION: ClassVar[str] = "resume"
+
+
+class HermesHistoryCommand(HermesPauseCommand):
+    ACTION: ClassVar[str] = "history"
+    limit: Optional[StrictInt] = Field(None, description="Newest runs to show (default 20)")
+
+
+def show(routes: Router, agent: str, workers: Optional[str]) -> RenderableType:
     """``hermes schedules AGENT``."""
-    target = router.resolve(agent, workers)
-    data = ask(router, target, "list")
+    target = routes.resolve(agent, workers)
+    data = ask(routes, target, "list")
     if isinstance(data, Text):
         return data
     step = (
@@ -79,17 +115,17 @@ def show(router: Router, agent: str, workers: Optional[str]) -> RenderableType:
     return Group(schedules_table(target, data.schedules), hint(step))
 
 
-def act(router: Router, agent: str, workers: Optional[str], action: str, ref: str, **kwargs: Any) -> RenderableType:
+def act(routes: Router, agent: str, workers: Optional[str], action: str, ref: str, **kwargs: Any) -> RenderableType:
     """``hermes pause|resume|history AGENT schedule ID`` and ``hermes schedule AGENT run|update ID``."""
-    target = router.resolve(agent, workers)
-    data = ask(router, target, action, schedule_id=ref, **kwargs)
+    target = routes.resolve(agent, workers)
+    data = ask(routes, target, action, schedule_id=ref, **kwargs)
     if isinstance(data, Text):
         return data
     return history_view(target, data) if action == "history" else action_view(target, data)
 
 
 def schedule_command(
-    app: Any, router: Router, args: List[str], options: Dict[str, Any], workers: Optional[str]
+    app: Any, routes: Router, args: List[str], options: Dict[str, Any], workers: Optional[str]
 ) -> RenderableType:
     """``hermes schedule AGENT ACTION ...``: ``args`` are the verb's values, ``options`` name, prompt, every, repeat."""
     if len(args) < 2 or args[1] not in SCHEDULE_ACTIONS:
@@ -108,8 +144,8 @@ def schedule_command(
             "name": text["name"],
             "repeat": given.get("repeat"),
         }
-        target = router.resolve(agent, workers)
-        data = ask(router, target, "create", definition={k: v for k, v in definition.items() if v is not None})
+        target = routes.resolve(agent, workers)
+        data = ask(routes, target, "create", definition={k: v for k, v in definition.items() if v is not None})
         return data if isinstance(data, Text) else action_view(target, data)
     if len(rest) != 1:
         return usage(f"{action} takes one schedule id or name (quote a name with spaces)")
@@ -123,20 +159,20 @@ def schedule_command(
             "repeat": given.get("repeat"),
         }
         return act(
-            router, agent, workers, "update", rest[0], definition={k: v for k, v in definition.items() if v is not None}
+            routes, agent, workers, "update", rest[0], definition={k: v for k, v in definition.items() if v is not None}
         )
     if given:
         return usage(f"{action} takes no {', '.join(given)}; those are for add and update")
     if action == "remove":
-        return remove(app, router, agent, workers, rest[0])
-    return act(router, agent, workers, action, rest[0])
+        return remove(app, routes, agent, workers, rest[0])
+    return act(routes, agent, workers, action, rest[0])
 
 
-def remove(app: Any, router: Router, agent: str, workers: Optional[str], ref: str) -> RenderableType:
+def remove(app: Any, routes: Router, agent: str, workers: Optional[str], ref: str) -> RenderableType:
     """Remove a schedule with its history; on a terminal, only after a yes."""
-    target = router.resolve(agent, workers)
+    target = routes.resolve(agent, workers)
     if on_terminal():
-        found = ask(router, target, "history", schedule_id=ref, limit=1)  # the worker's own id-or-name lookup
+        found = ask(routes, target, "history", schedule_id=ref, limit=1)  # the worker's own id-or-name lookup
         if isinstance(found, Text):
             return found
         info = found.schedules[0]
@@ -147,7 +183,7 @@ def remove(app: Any, router: Router, agent: str, workers: Optional[str], ref: st
         if not confirm(app, question):
             return Text("nothing removed", style="yellow")
         ref = info.schedule_id  # exactly the schedule confirmed
-    data = ask(router, target, "remove", schedule_id=ref)
+    data = ask(routes, target, "remove", schedule_id=ref)
     return data if isinstance(data, Text) else action_view(target, data)
 
 
