@@ -10,6 +10,7 @@ approve its change and acknowledge it; another client's acknowledgement is
 refused and changes nothing.
 """
 
+import contextlib
 import signal
 import time
 
@@ -33,6 +34,16 @@ AGENTS = {
         "tools": {"port_state": PORT_STATE, "enable_port": ENABLE_PORT},
     }
 }
+
+
+@contextlib.contextmanager
+def client(nf, name):
+    """Another NorFab client, destroyed before the broker stops (a live client's sockets would hold its context)."""
+    other = nf.make_client(name=name)
+    try:
+        yield other
+    finally:
+        other.destroy()
 
 
 def until(check, timeout=60, step=0.2):
@@ -61,8 +72,7 @@ def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tm
     workers, files = network(
         ["sw1"], models={"sw1": switch("sw1")}, users={WORKER: hermes_worker(model.base_url, AGENTS)}
     )
-    with norfab(tmp_path, workers, files, separate=(WORKER,)) as nf:
-        lead = nf.make_client(name=LEAD)
+    with norfab(tmp_path, workers, files, separate=(WORKER,)) as nf, client(nf, LEAD) as lead:
         with worker_process(nf, WORKER) as process:
             started = start_change(nf, "GigabitEthernet0/3")  # the switch takes 5 s over this port
             [approval] = until(lambda: run(nf.client, "get_approvals", worker=WORKER)["result"])

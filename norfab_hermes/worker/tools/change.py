@@ -1,6 +1,6 @@
 """
 A change call: an approval-gated tool or a workflow tool, inside the change envelope.
-What the call sends (its task arguments, digest and rollback call) is built by ``change_build``.
+What the call sends (its task arguments, digest and rollback call) is built by ``payload``.
 
 The call goes through these steps; any of them refuses it, with the reason:
 
@@ -34,10 +34,10 @@ from ..changes.control import ChangeControl
 from ..changes.locks import Holder
 from ..changes.outcomes import CRASHED
 from ..changes.store import now_iso
-from . import change_build, replies, workflow
+from . import payload, replies, workflow
 from .calls import CallTrace, ChangeAsk, ToolError
-from .change_build import Built
 from .checks import ChangeCall, Checks
+from .payload import Built
 from .specs import WorkflowSpec
 
 MIN_WAIT = 1.0  # seconds of the run's budget a change keeps back while it waits for a lock
@@ -66,7 +66,7 @@ class ChangeRunner:
         """Make one change; the text the model reads, the call's status and error."""
         call = ChangeCall(spec, arguments, run, interrupted)
         policy = self.policy_of(spec.agent)
-        built = change_build.build(self.runner, call)
+        built = payload.build(self.runner, call)
         self.admit(call, policy, built)
         holder = Holder(run.run_id, spec.agent, spec.name)
         try:
@@ -74,9 +74,9 @@ class ChangeRunner:
             if locked:
                 raise ToolError(f"{locked}; the call was not made")
             preview = self.checks.preview(call, built.kwargs)
-            digest = change_build.digest(call, built, preview)
+            digest = payload.digest(call, built, preview)
             trace.change = ChangeRecord(devices=built.devices, digest=digest, preview=preview, outcome="refused")
-            ask = ChangeAsk(built.devices, digest, preview, header=change_build.header(built))
+            ask = ChangeAsk(built.devices, digest, preview, header=payload.header(built))
             trace.approved_by = self.runner.approver.approve(spec, arguments, run, ask)
             built = self.confirm(call, policy, digest, preview)
             before = self._before(call)
@@ -113,9 +113,9 @@ class ChangeRunner:
 
     def confirm(self, call: ChangeCall, policy: ChangePolicy, digest: str, preview: Dict[str, str]) -> Built:
         """The change as it would run now: refused unless it is the change that was approved."""
-        again = change_build.build(self.runner, call)
+        again = payload.build(self.runner, call)
         shown = self.checks.preview(call, again.kwargs)
-        now = change_build.digest(call, again, shown)
+        now = payload.digest(call, again, shown)
         if now != digest:
             changed = "the preview (the devices changed since)" if shown != preview else "the task arguments or file"
             message = (
@@ -242,7 +242,7 @@ class ChangeRunner:
             return RollbackRecord(state="not_allowed", error="the agent's changes.rollback is off")
         trace = CallTrace()
         try:
-            target, undo, shown = change_build.rollback_call(self.runner, call, built)
+            target, undo, shown = payload.rollback_call(self.runner, call, built)
         except ToolError as error:
             return RollbackRecord(state="failed", error=str(error))
         if definition.approval:
