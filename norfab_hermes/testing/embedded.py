@@ -11,6 +11,7 @@ an operator starts it on the same or on another host.
 """
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -26,12 +27,22 @@ from norfab.core.nfapi import NorFab
 # worker plugins of this package an inline inventory may use, by service
 PYTHON_FAKENOS = "lab_fakenos"
 PACKAGE_WORKERS = {PYTHON_FAKENOS: "norfab_hermes.testing.fakenos:LabFakeNOSWorker"}
+LISTEN_PORTS = (20000, 32768)  # Linux hands out 32768-60999 to outgoing connections
 
 
 def free_port(address: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((address, 0))
-        return s.getsockname()[1]
+    """A port nothing listens on, below the ephemeral range: a port the kernel hands out for bind(0)
+    is handed to outgoing connections too (SSH, ZeroMQ, HTTP), and one of them could take it before
+    FakeNOS or the broker binds it; ports here are taken only by listeners that chose them."""
+    for _ in range(200):
+        port = random.randrange(*LISTEN_PORTS)
+        with socket.socket() as s:
+            try:
+                s.bind((address, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {LISTEN_PORTS} on {address}")
 
 
 def wait_for_workers(client: Any, names: List[str], timeout: float = 60) -> None:
