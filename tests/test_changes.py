@@ -517,7 +517,8 @@ def test_only_a_workflow_s_approvers_decide_its_change_and_the_records_keep_what
         time.sleep(0.3)
     [approval] = pending
     assert (approval["approvers"], approval["devices"]) == ([LEAD], ["sw7"])
-    inbox = nfcli(app, "hermes approvals")  # the operator sees who decides it
+    with test_shell.terminal_width(80):  # the operator sees who decides it, at 80 columns too
+        inbox = test_shell.fits(nfcli(app, "hermes approvals"))
     assert re.search(rf"│ {approval['approval_id']} │.*│ {LEAD}\s+│", inbox), inbox
     assert "interface GigabitEthernet0/2\nno shutdown" in approval["preview"]["sw7"]
 
