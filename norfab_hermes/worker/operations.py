@@ -20,7 +20,6 @@ from ..models import (
     EvidenceResultData,
     HandoverMaterial,
     InterruptResultData,
-    InvokeResultData,
     ManageAgentResultData,
     MemoryResultData,
     OutcomeUnknown,
@@ -42,34 +41,6 @@ class HostOperations:
     """The requests of the NorFab tasks, on the rooms ``HermesHost`` wires (catalog, runs, pipeline, ...)."""
 
     # ----------------------------------------------------------------- runs
-
-    def invoke(
-        self,
-        agent: str,
-        instructions: str,
-        session_id: Optional[str],
-        timeout: Optional[float],
-        job: Any,
-        interactive: bool = False,
-        lineage: Optional[Dict[str, Any]] = None,
-        dedupe_key: Optional[str] = None,
-        response_schema: Optional[Dict[str, Any]] = None,
-    ) -> InvokeResultData:
-        return self.pipeline.invoke(
-            agent, instructions, session_id, timeout, job, interactive, lineage, dedupe_key, response_schema
-        )
-
-    def start_run(
-        self,
-        agent: str,
-        instructions: str,
-        session_id: Optional[str],
-        timeout: Optional[float],
-        client: Optional[str] = None,
-        dedupe_key: Optional[str] = None,
-        response_schema: Optional[Dict[str, Any]] = None,
-    ) -> RunStateData:
-        return self.pipeline.start_run(agent, instructions, session_id, timeout, client, dedupe_key, response_schema)
 
     def run_state(self, agent: str, run_id: str, offset: int = 0) -> RunStateData:
         """A run, in flight or from its record, with its changes of unknown outcome until acknowledged."""

@@ -63,8 +63,7 @@ class RunTasks:
             artifacts, structured_response (or structured_error), and for a
             delegated run its lineage.
         """
-        host = self.running_host()
-        result = host.invoke(
+        result = self.running_host().pipeline.invoke(
             agent, instructions, session_id, timeout, job, interactive, lineage, dedupe_key, response_schema
         )
         return Result(result=result.model_dump())
@@ -120,8 +119,7 @@ class RunTasks:
         Returns:
             Result whose ``result`` is the run's state (follow it with get_run).
         """
-        host = self.running_host()
-        state = host.start_run(
+        state = self.running_host().pipeline.start_run(
             agent, instructions, session_id, run_timeout, client_of(job), dedupe_key, response_schema
         )
         return Result(result=state.model_dump())
