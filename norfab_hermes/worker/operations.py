@@ -31,6 +31,7 @@ from ..models import (
     SessionDetails,
     SessionSummary,
 )
+from ..safety.approvers import approver_refusal
 from .evidence import report
 from .sessions import commands
 
@@ -84,13 +85,10 @@ class HostOperations:
     def require_approver(self, agent: str, by: Optional[str], what: str) -> None:
         """An agent with approvers lets only them undo its change safety (a breaker, an unknown outcome)."""
         definition = self.catalog.agents.get(agent)
-        approvers = definition.approvers if definition else []
-        if approvers and by not in approvers:
+        refusal = approver_refusal(definition.approvers if definition else [], by, f"{what} of agent '{agent}'", agent)
+        if refusal:
             self.note("approval.refused", agent=agent, actor=by, what=what)
-            raise NotAllowed(
-                f"client '{by}' may not {what} of agent '{agent}': only {', '.join(approvers)} may "
-                f"(approvers of agent '{agent}'); the attempt is recorded"
-            )
+            raise NotAllowed(refusal)
 
     def reset_breaker(self, agent: str, by: Optional[str], note: Optional[str]) -> BreakerState:
         self.catalog.require_known(agent)

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Protocol
 
 from ...errors import InvalidRequest, NotAllowed, UnknownApproval
 from ...models import ApprovalInfo, arguments_digest
+from ...safety.approvers import approver_refusal
 from ..tools.calls import ChangeAsk
 from .run import Run, now_iso
 
@@ -176,15 +177,10 @@ class ApprovalInbox:
             if record is None:
                 self._unknown(approval_id)
             request = record.request
-            if request.approvers and by not in request.approvers:
-                refusal = (
-                    f"client '{by}' may not decide approval '{approval_id}': only {', '.join(request.approvers)} "
-                    f"may (approvers of agent '{request.agent}'); the attempt is recorded"
-                )
-            elif record.decision is not None:
-                raise InvalidRequest(f"approval_id: approval '{approval_id}' is already {record.state}")
-            else:
-                refusal = None
+            refusal = approver_refusal(request.approvers, by, f"decide approval '{approval_id}'", request.agent)
+            if refusal is None:
+                if record.decision is not None:
+                    raise InvalidRequest(f"approval_id: approval '{approval_id}' is already {record.state}")
                 record.decision = Decision("approved" if approve else "denied", now_iso(), by, note)
                 record.decided.set()
         if refusal:
