@@ -21,7 +21,8 @@ from pydantic import (
 )
 
 from ..errors import InventoryError
-from ..safety import commands, guards, host_access
+from ..safety import commands, guards, host_access, tool_class
+from ..safety.tool_class import ToolClass
 from .base import StrictModel, describe_validation_error
 from .carryover import Criterion, check_json_schema, parse_duration
 from .changes import ChangeFields, ChangePolicy, WorkflowDefinition
@@ -117,7 +118,11 @@ class ToolDefinition(ChangeFields):
         description="JSON schema of the model's arguments; defaults to the task's input schema minus fixed arguments",
     )
     norfab: NorfabToolTarget = Field(..., description="The NorFab task behind the tool")
-    approval: StrictBool = Field(False, description="Ask the operator before every call (for tools that change state)")
+    approval: Union[None, StrictBool] = Field(
+        None,
+        description="Ask the operator before every call; default: when the tool can change state (its class). "
+        "A change always asks: false on one is refused",
+    )
     allow_files: StrictBool = Field(
         False, description="Let the model pass nf:// or git:// file names; off: files can hold credentials"
     )
@@ -141,10 +146,34 @@ class ToolDefinition(ChangeFields):
             commands.compile_commands(value)
         return value
 
+    def tool_class(self, read_only_tasks: Union[None, Dict[str, List[str]]] = None) -> ToolClass:
+        """Read-only, change or forbidden, and why; ``read_only_tasks`` are the worker inventory's additions."""
+        target = self.norfab
+        found = tool_class.classify(target.service, target.task, target.kwargs, self.allow_commands, read_only_tasks)
+        if self.approval and found.kind == tool_class.READ_ONLY:
+            return ToolClass(tool_class.CHANGE, f"approval: true in its definition ({found.reason})")
+        return found
+
     @model_validator(mode="after")
-    def _approvers_need_approval(self) -> "ToolDefinition":
-        if self.approvers is not None and not self.approval:
-            raise ValueError("approvers is set but approval is false: set approval: true, or remove approvers")
+    def _classified(self, info: ValidationInfo) -> "ToolDefinition":
+        found = self.tool_class(read_only_tasks_of(info))
+        if found.kind == tool_class.FORBIDDEN:
+            raise ValueError(found.reason)
+        if self.approval is False and found.changes:
+            raise ValueError(
+                f"approval is false, but the tool can change the network ({found.reason}); "
+                "a change always asks for approval: remove approval: false"
+            )
+        if self.approvers is not None and not found.changes:
+            raise ValueError(
+                f"approvers is set but the tool only reads ({found.reason}): set approval: true, or remove approvers"
+            )
+        declared = self.change_fields()
+        if declared and not found.changes:
+            raise ValueError(
+                f"{', '.join(declared)}: only for tools that change devices, and this one only reads "
+                f"({found.reason}); set approval: true"
+            )
         return self
 
     @field_validator("norfab")
@@ -165,10 +194,7 @@ class ToolDefinition(ChangeFields):
         return value
 
     @model_validator(mode="after")
-    def _changes(self) -> "ToolDefinition":
-        declared = self.change_fields()
-        if declared and not self.approval:
-            raise ValueError(f"{', '.join(declared)}: only for tools that change devices; set approval: true")
+    def _dry_run(self) -> "ToolDefinition":
         if self.preview and self.preview.dry_run and (self.norfab.service, self.norfab.task) != ("nornir", "cfg"):
             raise ValueError("preview dry_run is nornir cfg's dry run; give other tools a read-only preview tool")
         return self
@@ -341,17 +367,18 @@ class AgentDefinition(StrictModel):
         return value
 
     @model_validator(mode="after")
-    def _change_checks(self) -> "AgentDefinition":
+    def _change_checks(self, info: ValidationInfo) -> "AgentDefinition":
         """A change's preview and verify name read-only tools of this agent, and use the call's own arguments."""
-        read_only = sorted(name for name, tool in self.tools.items() if not tool.approval)
-        changes = [(f"tools.{n}", t) for n, t in self.tools.items() if t.approval]
+        extra = read_only_tasks_of(info)
+        read_only = sorted(name for name, tool in self.tools.items() if not tool.tool_class(extra).changes)
+        changes = [(f"tools.{n}", t) for n, t in self.tools.items() if n not in read_only]
         changes += [(f"workflows.{n}", t) for n, t in self.workflows.items()]
         for where, tool in changes:
             for part, check in (("preview", tool.preview), ("verify", tool.verify)):
                 if check and check.tool and check.tool not in read_only:
                     raise ValueError(
                         f"{where}.{part}: '{check.tool}' is not a read-only tool of this agent "
-                        f"(tools without approval: {', '.join(read_only) or 'none'})"
+                        f"(read-only tools: {', '.join(read_only) or 'none'})"
                     )
             if tool.input_schema is not None:
                 unknown = sorted(tool.references() - set(tool.input_schema.get("properties") or {}))
@@ -418,6 +445,12 @@ class HermesInventory(StrictModel):
     tool_retry_interval: PositiveFloat = Field(
         30.0, description="Seconds between retries of tools whose service did not answer (e.g. it started later)"
     )
+    read_only_tasks: Dict[StrictStr, List[StrictStr]] = Field(
+        {},
+        description="Tasks of services the shipped read-only list does not know that cannot change state, by "
+        "service, e.g. {lab_records: [site, customer]}; tools on them need no approval. Only the worker's "
+        "inventory can say so, never an agent definition",
+    )
     host_tools: Dict[StrictStr, List[StrictStr]] = Field(
         {},
         description="Hermes tools or toolsets that reach the worker host (terminal, file, browser, web, code "
@@ -445,6 +478,12 @@ class HermesInventory(StrictModel):
         host_access.refuse_secrets(value, "model")
         return value
 
+    @field_validator("read_only_tasks")
+    @classmethod
+    def _read_only_tasks(cls, value: Dict[str, List[str]]) -> Dict[str, List[str]]:
+        tool_class.check_read_only_tasks(value)
+        return value
+
     @field_validator("agents", "host_tools")
     @classmethod
     def _agent_names(cls, value: Dict[str, Any]) -> Dict[str, Any]:
@@ -469,14 +508,22 @@ def parse_inventory(data: Dict[str, Any]) -> HermesInventory:
         raise InventoryError(describe_validation_error(error, "hermes inventory")) from None
 
 
-def parse_agent(name: str, data: Any) -> Union[AgentDefinition, AgentReference]:
-    """Validate one agent entry; errors name the agent and the field."""
+def read_only_tasks_of(info: ValidationInfo) -> Union[None, Dict[str, List[str]]]:
+    """The worker inventory's read_only_tasks a definition is checked with (parse_agent's context)."""
+    return (info.context or {}).get("read_only_tasks")
+
+
+def parse_agent(
+    name: str, data: Any, read_only_tasks: Union[None, Dict[str, List[str]]] = None
+) -> Union[AgentDefinition, AgentReference]:
+    """Validate one agent entry, its tools classified with the worker inventory's ``read_only_tasks``;
+    errors name the agent and the field."""
     where = f"agent '{name}'"
     if not isinstance(data, dict):
         raise InventoryError(f"{where}: expected a mapping with 'instructions' or 'from_yaml_file'")
     model = AgentReference if "from_yaml_file" in data else AgentDefinition
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context={"read_only_tasks": read_only_tasks})
     except ValidationError as error:
         raise InventoryError(describe_validation_error(error, where)) from None
 

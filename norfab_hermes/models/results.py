@@ -178,12 +178,19 @@ class AgentSummary(StrictModel):
         [],
         description="Tools reaching the worker host (shell, files, web, ...) the worker's inventory grants the agent",
     )
+    tools: Dict[StrictStr, Any] = Field(
+        {},
+        description="Each tool's class and why: {class: read_only, change or forbidden, reason: ...}; "
+        "a change always takes the change envelope",
+    )
 
 
 class AgentDetails(AgentSummary):
     instructions: StrictStr = Field(..., description="Effective instructions (SOUL.md)")
     toolsets: List[StrictStr] = Field([], description="Enabled toolsets")
-    tools: Dict[StrictStr, Any] = Field({}, description="NorFab tool definitions")
+    tools: Dict[StrictStr, Any] = Field(
+        {}, description="NorFab tools: definition, class and reason, the schema the model sees, error"
+    )
     run_timeout: float = Field(..., description="Run wall-clock budget, seconds")
     max_turns: int = Field(..., description="Model calls per run")
     config: Dict[StrictStr, Any] = Field({}, description="Effective Hermes profile config, secrets redacted")

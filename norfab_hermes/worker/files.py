@@ -1,6 +1,8 @@
 """
 Files the worker writes under its instance root, written atomically so that a
-crash never leaves half a file behind.
+crash never leaves half a file behind, and readable by the worker's own user
+alone: profiles, records, evidence, memory and history hold device output and
+what operators decided.
 """
 
 import os
@@ -9,8 +11,24 @@ from typing import Any, Dict
 
 import yaml
 
+PRIVATE_UMASK, PRIVATE_DIR, PRIVATE_FILE = 0o077, 0o700, 0o600
 
-def write_file(path: Path, text: str, mode: int = 0o644) -> None:
+
+def make_private(root: Path) -> None:
+    """Everything this process creates from now on is its user's alone (Hermes' files included), and
+    what an earlier version left under ``root`` is made so too."""
+    os.umask(PRIVATE_UMASK)
+    if not root.exists():
+        return
+    for path in (root, *root.rglob("*")):
+        if path.is_symlink():
+            continue
+        mode = PRIVATE_DIR if path.is_dir() else PRIVATE_FILE
+        if path.stat().st_mode & 0o777 != mode:
+            os.chmod(path, mode)
+
+
+def write_file(path: Path, text: str, mode: int = PRIVATE_FILE) -> None:
     """Write atomically so a crash never leaves a half-written profile file."""
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)

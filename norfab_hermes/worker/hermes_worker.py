@@ -21,6 +21,7 @@ from norfab.core.worker import NFPWorker
 from ..errors import AgentUnavailable, InvalidRequest, InventoryError
 from ..models import AgentDefinition, AgentReference, parse_agent, parse_inventory
 from ..norfab_compat import answer_unknown_tasks
+from .files import make_private
 from .host import HermesHost
 from .tasks.agents import AgentTasks
 from .tasks.approvals import ApprovalTasks
@@ -82,6 +83,7 @@ class HermesWorker(
         answer_unknown_tasks(SERVICE)
         self.init_done_event = init_done_event
         self.hermes_inventory: Dict[str, Any] = {}
+        self.read_only_tasks: Dict[str, List[str]] = {}  # the inventory's, for every definition read
         self.host: Optional[HermesHost] = None
         self.init_errors: List[str] = []
         started = time.time()
@@ -103,16 +105,18 @@ class HermesWorker(
 
     def _make_host(self) -> HermesHost:
         inventory = parse_inventory(self.hermes_inventory)
+        self.read_only_tasks = inventory.read_only_tasks
         agents: Dict[str, AgentDefinition] = {}
         errors: Dict[str, str] = {}
         for name, data in inventory.agents.items():
             try:
-                entry = parse_agent(name, data)
+                entry = parse_agent(name, data, self.read_only_tasks)
                 agents[name] = self._load_reference(name, entry) if isinstance(entry, AgentReference) else entry
             except InventoryError as error:
                 log.error(f"{self.name} - Agent '{name}' is unavailable: {error}")
                 errors[name] = str(error)
         root = Path(inventory.hermes_home or os.path.join(self.base_dir, "hermes"))
+        make_private(root)
         return HermesHost(
             self.name, root, inventory, agents, errors, client=self.client, definition_of=self._inventory_definition
         )
@@ -128,7 +132,7 @@ class HermesWorker(
             raise InvalidRequest(
                 f"agent: '{name}' is no longer in the worker's inventory; restart the worker to drop it"
             )
-        parsed = parse_agent(name, entry)
+        parsed = parse_agent(name, entry, self.read_only_tasks)
         return self.fetch_definition(name, parsed.from_yaml_file) if isinstance(parsed, AgentReference) else parsed
 
     def fetch_definition(self, name: str, url: str, attempts: int = 1) -> AgentDefinition:
@@ -150,7 +154,7 @@ class HermesWorker(
             raise InventoryError(f"agent '{name}': '{url}' is not valid YAML: {error}") from None
         if isinstance(data, dict) and "from_yaml_file" in data:
             raise InventoryError(f"agent '{name}': '{url}' refers to another file; put the definition itself there")
-        return parse_agent(name, data)
+        return parse_agent(name, data, self.read_only_tasks)
 
     def _stop_on_exit(self) -> None:
         # NorFab waits for running jobs before it calls worker_exit(); a turn

@@ -97,7 +97,7 @@ class HermesHost(HostOperations):
         self.runs = RunRegistry(worker_name, root, inventory.max_concurrent_runs, recorder)
         self.daily = DailyUsage(self.records)
         self.sessions = Sessions(worker_name, self.runtime)
-        self.tools = ToolBox(client, inventory.tool_retry_interval)
+        self.tools = ToolBox(client, inventory.tool_retry_interval, inventory.read_only_tasks)
         self.lifecycle = Lifecycle(
             worker_name, self.catalog, self.runtime, self.runs, self.tools, definition_of or self.catalog.require
         )
@@ -167,6 +167,10 @@ class HermesHost(HostOperations):
         metering.meter_model_requests(self.admit_model_request)
         self.catalog.sync_profiles()
         self.tools.load(self.catalog.agents)
+        for name in list(self.catalog.agents):
+            refused = self.tools.drop_refused(name)
+            if refused:
+                self.catalog.invalidate(name, refused)
         plugin.install_tools(self.tools.specs)
         port.bind(self)
         self.runtime.start_gateway(

@@ -99,7 +99,10 @@ class AgentCatalog:
             elif marker.get("owner") == RUNTIME:
                 try:
                     self.render(
-                        name, parse_agent(name, marker.get("definition")), RUNTIME, marker.get("stopped", False)
+                        name,
+                        parse_agent(name, marker.get("definition"), self.inventory.read_only_tasks),
+                        RUNTIME,
+                        marker.get("stopped", False),
                     )
                 except InventoryError as error:
                     self.owners[name], self.errors[name] = RUNTIME, str(error)
@@ -168,9 +171,7 @@ class AgentCatalog:
         try:
             config, secrets = self.prepare(name, definition)
         except ValueError as error:
-            self.errors[name] = f"agent '{name}': {error}"
-            self.agents.pop(name, None)
-            profiles.disable_profile(home)
+            self.invalidate(name, str(error))
             return
         profiles.write_profile(home, config, definition.instructions)
         kept = definition.model_dump(exclude_defaults=True) if owner == RUNTIME else None
@@ -179,6 +180,12 @@ class AgentCatalog:
         self.agents[name] = definition
         self._set_stopped(name, stopped)
 
+    def invalidate(self, name: str, reason: str) -> None:
+        """An agent whose definition cannot be served: unavailable, saying why; its profile stays, unserved."""
+        self.errors[name] = f"agent '{name}': {reason}"
+        self.agents.pop(name, None)
+        profiles.disable_profile(self.home(name))
+
     def serve_native(self, name: str) -> None:
         """A profile made with Hermes itself: served with its own model, instructions and toolsets,
         unless they reach the worker host without the inventory's grant."""
@@ -186,9 +193,7 @@ class AgentCatalog:
         try:
             self.check_host_tools(name, profiles.native_toolsets(self.home(name)))
         except ValueError as error:
-            self.errors[name] = f"agent '{name}': {error}"
-            self.agents.pop(name, None)
-            profiles.disable_profile(self.home(name))
+            self.invalidate(name, str(error))
             return
         self.errors.pop(name, None)
         config = profiles.serve_native(self.home(name))

@@ -137,7 +137,7 @@ class Lifecycle:
     def _definition(self, agent: str, definition: Dict[str, Any]) -> AgentDefinition:
         """A runtime definition, checked all through before anything is written."""
         try:
-            parsed = parse_agent(agent, definition)
+            parsed = parse_agent(agent, definition, self.catalog.inventory.read_only_tasks)
         except InventoryError as error:
             raise InvalidRequest(f"definition: {error}") from None
         if not isinstance(parsed, AgentDefinition):
@@ -227,6 +227,9 @@ class Lifecycle:
     def _install_tools(self, agent: str) -> None:
         if agent in self.catalog.agents:
             self.tools.load({agent: self.catalog.agents[agent]})
+            refused = self.tools.drop_refused(agent)
+            if refused:
+                raise InvalidRequest(f"definition: agent '{agent}': {refused}")
             plugin.install_tools(self.tools.specs)
 
     # -------------------------------------------------------------- delete

@@ -163,7 +163,7 @@ def write_profile(home: Path, config: Dict[str, Any], instructions: str) -> None
     """The profile files the worker owns; its ``.env`` stays empty (keys stay in worker memory)."""
     write_config(home / "config.yaml", config)
     write_file(home / "SOUL.md", instructions.rstrip() + "\n")
-    write_file(home / ".env", "", mode=0o600)
+    write_file(home / ".env", "")
 
 
 MARKER = "norfab.yaml"  # owner (inventory or runtime), a runtime agent's definition, whether it is stopped

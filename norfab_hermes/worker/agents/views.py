@@ -11,7 +11,7 @@ from .catalog import AgentCatalog
 
 
 def agent_summary(
-    catalog: AgentCatalog, worker: str, name: str, available: bool, config: Dict[str, Any]
+    catalog: AgentCatalog, specs: Dict[str, Any], worker: str, name: str, available: bool, config: Dict[str, Any]
 ) -> AgentSummary:
     definition = catalog.agents.get(name)
     model = config.get("model") or {}
@@ -26,13 +26,22 @@ def agent_summary(
         owner=catalog.owners.get(name),
         state=catalog.state(name),
         host_tools=catalog.host_tools(name),
+        tools={tool: spec.tool_class.shown() for tool, spec in specs.items()},
     )
 
 
-def agent_summaries(catalog: AgentCatalog, worker: str, availability: Dict[str, bool]) -> List[AgentSummary]:
+def agent_summaries(
+    catalog: AgentCatalog, specs: Dict[str, Dict[str, Any]], worker: str, availability: Dict[str, bool]
+) -> List[AgentSummary]:
+    """Every agent as get_agents shows it; ``specs`` are the tools of each."""
     return [
         agent_summary(
-            catalog, worker, name, available, catalog.effective_config(name) if name in catalog.agents else {}
+            catalog,
+            specs.get(name, {}),
+            worker,
+            name,
+            available,
+            catalog.effective_config(name) if name in catalog.agents else {},
         )
         for name, available in availability.items()
     ]
@@ -48,9 +57,9 @@ def agent_details(
 ) -> AgentDetails:
     """An agent that can take runs, as get_agent shows it; ``specs`` are its tools and delegates."""
     config = catalog.effective_config(agent)
-    summary = agent_summary(catalog, worker, agent, availability[agent], config)
+    summary = agent_summary(catalog, specs, worker, agent, availability[agent], config)
     return AgentDetails(
-        **summary.model_dump(),
+        **summary.model_dump(exclude={"tools"}),
         instructions=definition.instructions,
         toolsets=definition.toolsets,
         tools={name: spec.summary() for name, spec in specs.items()},

@@ -98,7 +98,7 @@ class EvidenceStore:
             folder = self._dir(agent)
             with self._lock:
                 folder.mkdir(parents=True, exist_ok=True)
-                write_file(folder / f"{summary.artifact_id}.txt", piece.text, mode=0o600)
+                write_file(folder / f"{summary.artifact_id}.txt", piece.text)
                 with (folder / INDEX).open("a", encoding="utf-8") as index:
                     index.write(summary.model_dump_json() + "\n")
             kept.append(summary)

@@ -65,7 +65,7 @@ class HermesRuntime:
         write_config(self.root / "config.yaml", root_config)
         # Hermes loads the root .env over the process environment at import;
         # the root holds no secrets, so it stays empty
-        write_file(self.root / ".env", "", mode=0o600)
+        write_file(self.root / ".env", "")
         environ = dict(os.environ)
         log_split.split_logs(self.root, self.secrets, self.log_level)
         # Hermes prints spinners and status lines to stdout; in a worker that

@@ -28,7 +28,8 @@ class AgentTasks:
             return Result(result=[])
         return Result(
             result=[
-                summary.model_dump() for summary in agent_summaries(host.catalog, host.worker_name, host.availability())
+                summary.model_dump()
+                for summary in agent_summaries(host.catalog, host.tools.specs, host.worker_name, host.availability())
             ]
         )
 

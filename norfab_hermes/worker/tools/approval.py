@@ -22,16 +22,22 @@ class Approver:
         """A live caller answers inline; a run nobody is attached to waits in the inbox, or is refused.
 
         A change is shown with its devices, preview and digest, and is
-        always asked; another tool only when its definition sets approval.
+        always asked; a read-only tool is never asked.
         Returns who approved the call (None for a call that needs no approval).
         """
-        if change is None and not spec.definition.approval:
+        if change is None and not spec.changes:
             return None
         if self.ask is None and self.inbox is None:
             raise ToolError("this tool needs the operator's approval, and nobody can be asked in this run")
         service, task, workers = spec.where()
         target = f"{service}.{task} on {workers}"
         approvers = spec.definition.approvers if spec.definition.approvers is not None else run.approvers
+        unattended = "scheduled" if run.schedule_id else "delegated" if run.lineage else None
+        if unattended and not approvers:
+            raise ToolError(
+                f"a {unattended} run reaches a change only through the approval inbox with a named approver, and "
+                f"agent '{spec.agent}' names none (approvers); the call was not made"
+            )
         # a caller who is not among the approvers answers nothing inline: the call waits in the inbox
         inline = run.interactive and (not approvers or run.client in approvers)
         if not inline and run.approval_timeout > 0 and self.inbox is not None:

@@ -24,13 +24,13 @@ import jsonschema
 
 from ...models import ToolCallSummary, arguments_digest
 from ...norfab_compat import forget_job
-from ...safety import commands, guards
+from ...safety import commands, guards, tool_class
 from ...safety.redact import scrub
 from ..evidence import capture
 from .approval import Approver
 from .calls import CallTrace, ToolError
 from .replies import devices_in, render
-from .schemas import is_open
+from .schemas import is_open, task_arguments_problem
 from .specs import DelegateSpec, RecordsSpec, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -206,6 +206,8 @@ class ToolRunner:
         try:
             guards.check_values(arguments, definition.allow_files, definition.allow_multiline)
             commands.check_commands(arguments, spec.allowed_commands, spec.commands_text)
+            if not spec.changes:  # a read-only tool sends read-only forms, whatever its allow-list admits
+                commands.check_commands(arguments, tool_class.READ_ONLY_FORMS, commands.READ_ONLY_SUMMARY)
             # job_data values are spliced into command templates: a line break would add a command
             guards.check_values(spliced, definition.allow_files)
             commands.check_spliced(spliced)
@@ -218,6 +220,10 @@ class ToolRunner:
             if fixed_data is not None and not isinstance(fixed_data, dict):
                 raise ToolError("the tool definition fixes job_data to a file; it cannot take arguments")
             kwargs["job_data"] = {**spliced, **(fixed_data or {})}
+        problem = task_arguments_problem(spec.task_schema, kwargs, complete=True)
+        if problem:
+            where = f"{target.service}.{target.task}"
+            raise ToolError(f"the arguments do not fit {where} ({problem}); the call was not made")
         return kwargs
 
     def call_timeout(self, spec: Any, run: Any) -> float:

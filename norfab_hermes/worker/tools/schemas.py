@@ -3,8 +3,11 @@ The schema a model sees of a NorFab tool: an explicit schema closed to extras, o
 schema minus fixed, injected and guarded arguments; the commands the tool may send a device.
 """
 
+import difflib
 import json
 from typing import Any, Dict, List, Optional, Tuple
+
+import jsonschema
 
 from ...safety import commands, guards
 
@@ -52,3 +55,31 @@ def _strip_presence(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip_presence(v) for v in value]
     return value
+
+
+def task_arguments_problem(schema: Dict[str, Any], kwargs: Dict[str, Any], complete: bool) -> Optional[str]:
+    """What is wrong with ``kwargs`` for a task with input ``schema`` (names compared with '-' and '_'
+    alike), or None. A name the schema does not list is refused when the schema is closed or when it is
+    a near miss of one it lists (a typo); ``complete`` arguments must hold the required ones too."""
+    properties = {guards.normal(name): name for name in schema.get("properties") or {}}
+    named: Dict[str, Any] = {}
+    for name, value in kwargs.items():
+        listed = properties.get(guards.normal(name))
+        if listed is None:
+            near = difflib.get_close_matches(guards.normal(name), list(properties), n=1, cutoff=0.8)
+            if near or schema.get("additionalProperties") is False:
+                hint = f"; did you mean {properties[near[0]]}?" if near else ""
+                return f"'{name}' is not an argument of the task{hint}"
+            continue
+        named[listed] = value
+    checked = {**schema, "additionalProperties": True}
+    if not complete:
+        checked.pop("required", None)
+    try:
+        jsonschema.validate(named, checked)
+    except jsonschema.ValidationError as error:
+        path = ".".join(str(p) for p in error.absolute_path) or "arguments"
+        return f"{path}: {error.message}"
+    except jsonschema.SchemaError:
+        return None  # a schema jsonschema cannot read checks nothing; the task validates its own input
+    return None

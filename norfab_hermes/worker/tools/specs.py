@@ -24,8 +24,9 @@ import yaml
 
 from ...models import DelegateDefinition, RecordsDefinition, ToolDefinition, WorkflowDefinition
 from ...safety import commands
+from ...safety.tool_class import CHANGE, READ_ONLY, ToolClass
 from ...safety.workflows import Step, check_workflow
-from .schemas import allowed_commands, closed, derive_parameters
+from .schemas import allowed_commands, closed, derive_parameters, task_arguments_problem
 
 DESCRIPTION_CHARS = 1024
 QUESTION_CHARS = 4000  # a delegate's question: a request, not a document
@@ -34,20 +35,25 @@ QUESTION_CHARS = 4000  # a delegate's question: a request, not a document
 class ToolSpec:
     """One agent's tool: what its model sees and where a call goes."""
 
-    def __init__(self, agent: str, name: str, definition: ToolDefinition) -> None:
+    def __init__(
+        self, agent: str, name: str, definition: ToolDefinition, read_only_tasks: Optional[Dict[str, List[str]]] = None
+    ) -> None:
         self.agent = agent
         self.name = name
         self.definition = definition
         self.target = definition.norfab
+        self.tool_class = definition.tool_class(read_only_tasks)
         self.description = definition.description or ""
         self.parameters: Dict[str, Any] = closed(definition.input_schema) if definition.input_schema else {}
         self.allowed_commands, self.commands_text = allowed_commands(definition.allow_commands)
+        self.task_schema: Dict[str, Any] = {}  # the task's own input schema, as its service lists it
         self.error: Optional[str] = None
+        self.refusal: Optional[str] = None  # what the task's service says is wrong with the definition
 
     @property
     def changes(self) -> bool:
-        """Calls change devices: they run inside the change envelope."""
-        return self.definition.approval
+        """Calls can change the network: they run inside the change envelope."""
+        return self.tool_class.changes
 
     @property
     def schema(self) -> Dict[str, Any]:
@@ -68,27 +74,42 @@ class ToolSpec:
             return
         task = tasks.get(self.target.task)
         if task is None:
-            self.error = f"service '{self.target.service}' has no task '{self.target.task}'"
+            self.refused(f"service '{self.target.service}' has no task '{self.target.task}'")
             return
         if (task.get("agent") or {}).get("enabled") is False:
-            self.error = f"{where} is not available to agents (its agent.enabled is false)"
+            self.refused(f"{where} is not available to agents (its agent.enabled is false)")
             return
-        self.error = None
+        self.task_schema = task.get("inputSchema") or {}
+        problem = task_arguments_problem(self.task_schema, self.target.kwargs, complete=False)
+        if problem:
+            self.refused(f"norfab.kwargs do not fit {where}: {problem}")
+            return
+        self.error = self.refusal = None
         if not self.description:
             text = (task.get("agent") or {}).get("description") or task.get("description") or where
             self.description = textwrap.dedent(text).strip()[:DESCRIPTION_CHARS]
         if not self.definition.input_schema:
             self.parameters = derive_parameters(task.get("inputSchema") or {}, self.target.kwargs)
 
+    def refused(self, reason: str) -> None:
+        self.error = self.refusal = reason
+
     def where(self) -> Tuple[str, str, Any]:
         return self.target.service, self.target.task, self.target.workers
 
     def summary(self) -> Dict[str, Any]:
-        return {**self.definition.model_dump(), "parameters": self.parameters, "error": self.error}
+        return {
+            **self.definition.model_dump(),
+            **self.tool_class.shown(),
+            "parameters": self.parameters,
+            "error": self.error,
+        }
 
 
 class DelegateSpec:
     """One agent's delegate: its question goes to another agent on one hermes worker."""
+
+    refusal = None  # nothing a service could refuse: the asked worker checks the question
 
     parameters = {
         "type": "object",
@@ -113,6 +134,11 @@ class DelegateSpec:
             definition.description or f"Ask agent '{definition.agent}' on worker '{definition.workers}'"
         )[:DESCRIPTION_CHARS]
         self.error: Optional[str] = None
+        self.tool_class = ToolClass(
+            READ_ONLY,
+            f"it asks agent '{definition.agent}' on worker '{definition.workers}', whose changes take that agent's "
+            "approval with a named approver",
+        )
 
     @property
     def schema(self) -> Dict[str, Any]:
@@ -128,7 +154,13 @@ class DelegateSpec:
         return "hermes", "invoke", self.definition.workers
 
     def summary(self) -> Dict[str, Any]:
-        return {**self.definition.model_dump(), "kind": "delegate", "parameters": self.parameters, "error": self.error}
+        return {
+            **self.definition.model_dump(),
+            **self.tool_class.shown(),
+            "kind": "delegate",
+            "parameters": self.parameters,
+            "error": self.error,
+        }
 
 
 # what each kind of record lets the model do (``records.RecordsReader``)
@@ -143,6 +175,8 @@ SEARCH_CHARS = 200
 class RecordsSpec:
     """One agent's records tool: read-only records of this worker, of the agents its definition names."""
 
+    refusal = None
+
     def __init__(self, agent: str, name: str, definition: RecordsDefinition) -> None:
         self.agent = agent
         self.name = name
@@ -153,6 +187,7 @@ class RecordsSpec:
             or f"Read the records of agents {', '.join(definition.agents)} on this worker: {', '.join(definition.read)}"
         )[:DESCRIPTION_CHARS]
         self.error: Optional[str] = None
+        self.tool_class = ToolClass(READ_ONLY, "it reads this worker's records")
 
     @property
     def parameters(self) -> Dict[str, Any]:
@@ -182,7 +217,13 @@ class RecordsSpec:
         return None, None, None  # no NorFab task: the worker reads its own records
 
     def summary(self) -> Dict[str, Any]:
-        return {**self.definition.model_dump(), "kind": "records", "parameters": self.parameters, "error": self.error}
+        return {
+            **self.definition.model_dump(),
+            **self.tool_class.shown(),
+            "kind": "records",
+            "parameters": self.parameters,
+            "error": self.error,
+        }
 
 
 @dataclass(frozen=True)
@@ -200,6 +241,8 @@ class WorkflowSpec:
     """One agent's workflow tool: a reviewed workflow file, its variables, and the steps it was read with."""
 
     changes = True  # always approval-gated, always inside the change envelope
+    refusal = None  # a file that fails its checks makes the tool unavailable until it is fixed (error)
+    tool_class = ToolClass(CHANGE, "a workflow runs the steps of a reviewed file; it is always a change")
 
     def __init__(self, agent: str, name: str, definition: WorkflowDefinition) -> None:
         self.agent = agent
@@ -265,6 +308,7 @@ class WorkflowSpec:
         steps = [{"step": s.name, "service": s.service, "task": s.task, "workers": s.workers} for s in self.steps]
         return {
             **self.definition.model_dump(),
+            **self.tool_class.shown(),
             "kind": "workflow",
             "parameters": self.parameters,
             "steps": steps,

@@ -40,9 +40,12 @@ def list_tasks(client: Any, service: str) -> Tuple[Optional[Dict[str, dict]], Op
 class ToolBox:
     """Every agent's tool specs on one worker."""
 
-    def __init__(self, client: Any, retry_interval: float) -> None:
+    def __init__(
+        self, client: Any, retry_interval: float, read_only_tasks: Optional[Dict[str, List[str]]] = None
+    ) -> None:
         self.client = client
         self.retry_interval = retry_interval  # seconds between retries of tools whose service did not answer
+        self.read_only_tasks = read_only_tasks or {}  # the worker inventory's additions to the read-only list
         self.specs: Dict[str, Dict[str, ToolSpec]] = {}
         self._tried = 0.0  # last retry of unavailable tools
         self._lock = threading.Lock()
@@ -51,7 +54,7 @@ class ToolBox:
         """Specs for these agents' tools and delegates; each target service's tasks are listed once."""
         specs = {
             agent: {
-                **{name: ToolSpec(agent, name, d) for name, d in a.tools.items()},
+                **{name: ToolSpec(agent, name, d, self.read_only_tasks) for name, d in a.tools.items()},
                 **{name: DelegateSpec(agent, name, d, a.max_delegation_depth) for name, d in a.delegates.items()},
                 **{name: RecordsSpec(agent, name, d) for name, d in a.records.items()},
                 **{name: WorkflowSpec(agent, name, d) for name, d in a.workflows.items()},
@@ -60,6 +63,14 @@ class ToolBox:
         }
         refresh(self.client, [spec for tools in specs.values() for spec in tools.values()])
         self.specs.update(specs)
+
+    def drop_refused(self, agent: str) -> Optional[str]:
+        """Why the services of an agent's tools refuse its definition (its specs dropped), or None."""
+        refusals = [f"tool '{n}': {spec.refusal}" for n, spec in self.specs.get(agent, {}).items() if spec.refusal]
+        if not refusals:
+            return None
+        self.specs.pop(agent, None)
+        return "; ".join(refusals)
 
     def get(self, agent: str, name: str) -> Optional[ToolSpec]:
         return self.specs.get(agent, {}).get(name)
