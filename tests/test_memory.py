@@ -129,3 +129,12 @@ def test_an_agent_without_memory_has_no_memory_tool(nf, model):
     res = run(nf.client, "memory", agent="plain", action="clear")
     assert res["failed"]
     assert "target" in res["errors"][0]
+
+
+def test_an_agent_with_memory_is_told_to_recheck_what_it_recalls(nf, model):
+    for agent in ("keeper", "plain"):
+        run(nf.client, "invoke", agent=agent, instructions=f"HELLO {agent}")
+    [keeper] = systems(model, "HELLO keeper")[-1:]
+    [plain] = systems(model, "HELLO plain")[-1:]
+    assert "Re-check every recalled fact against current device output" in keeper
+    assert "recalled fact" not in plain

@@ -130,7 +130,7 @@ def classify(
     reason = read_only_reason(service, task, read_only_tasks)
     if reason is None:
         why = KNOWN_CHANGES.get((service, task))
-        if why is None and service not in READ_ONLY_TASKS:
+        if why is None and service not in READ_ONLY_TASKS and service not in (read_only_tasks or {}):
             why = f"service '{service}' is not one the read-only list knows (the worker's inventory may list its read-only tasks under read_only_tasks)"
         return ToolClass(
             CHANGE, f"{where}: {why or f'it is not on the read-only list of {service}, so it may change state'}"

@@ -173,7 +173,7 @@ class AgentCatalog:
         except ValueError as error:
             self.invalidate(name, str(error))
             return
-        profiles.write_profile(home, config, definition.instructions)
+        profiles.write_profile(home, config, profiles.soul(definition))
         kept = definition.model_dump(exclude_defaults=True) if owner == RUNTIME else None
         profiles.write_marker(home, owner, kept, stopped)
         self._secrets[home.resolve()] = secrets

@@ -159,6 +159,18 @@ def toolsets_of(definition: AgentDefinition) -> List[str]:
     return list(definition.toolsets) + [t for t in switched if t not in definition.toolsets]
 
 
+# recalled facts are a lead, never evidence: the network may have changed since they were saved
+MEMORY_NOTE = (
+    "What you recall from earlier sessions (memory) may be out of date: treat it as a lead, never as the "
+    "network's state now. Re-check every recalled fact against current device output before you rely on it."
+)
+
+
+def soul(definition: AgentDefinition) -> str:
+    """The agent's instructions as its profile's SOUL.md holds them."""
+    return definition.instructions.rstrip() + (f"\n\n{MEMORY_NOTE}" if definition.memory else "")
+
+
 def write_profile(home: Path, config: Dict[str, Any], instructions: str) -> None:
     """The profile files the worker owns; its ``.env`` stays empty (keys stay in worker memory)."""
     write_config(home / "config.yaml", config)
