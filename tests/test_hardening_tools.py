@@ -208,7 +208,7 @@ COMMAND_AGENT = {
             },
             "norfab": CLI,
         },
-        # a tool that says which commands it allows, approval-gated since they change state
+        # a tool that says which commands it allows: a change, since they change state
         "reset_counters": {
             "input_schema": {
                 "type": "object",
@@ -260,7 +260,6 @@ def test_finding_7_read_only_and_declared_commands_go_through(lab):
     before = len(network_jobs(base))
     for tool, arguments in (
         ("run_cli", {"FB": "r1", "commands": ["show clock", "sh ip int brief | include up"]}),
-        ("reset_counters", {"FB": "r1", "commands": "clear counters Gi0/1"}),
         ("interface", {"FB": "r1", "name": "Gi0/1"}),
     ):
         result = run(
@@ -270,8 +269,18 @@ def test_finding_7_read_only_and_declared_commands_go_through(lab):
     sent = [k for _, k in network_jobs(base)[before:]]
     assert [k.get("commands") for k in sent[:2]] == [
         ["show clock", "sh ip int brief | include up"],
-        "clear counters Gi0/1",
+        ["show interfaces {{ job_data.name }}"],
     ]
+    # the declared command is a change: asked for, so never sent by a run nobody is attached to
+    result = run(
+        nf.client,
+        "invoke",
+        job_timeout=90,
+        agent=name,
+        instructions=f"CALL reset_counters {json.dumps({'FB': 'r1', 'commands': 'clear counters Gi0/1'})}",
+    )
+    assert result["result"]["tool_calls"][0]["status"] == "refused"
+    assert not [k for _, k in network_jobs(base)[before:] if "clear" in json.dumps(k)]
     # a value spliced into a command template cannot chain, filter or redirect it
     result = run(
         nf.client,

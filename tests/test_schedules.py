@@ -170,7 +170,7 @@ def test_an_approval_gated_tool_is_refused_at_once_in_a_scheduled_run(lab):
     assert time.time() - started < 20, "the scheduled run waited for an approval"
     [call] = ran["tool_calls"]
     assert call["status"] == "refused"
-    assert "not interactive" in call["error"]
+    assert "a scheduled run reaches a change only through the approval inbox with a named approver" in call["error"]
     assert call["job_uuid"] is None
     assert not [kwargs for _, kwargs in network_jobs(base) if kwargs.get("commands") == ["show users"]]
     schedule(nf, action="remove", schedule_id="bouncer")

@@ -33,7 +33,7 @@ class Approver:
         target = f"{service}.{task} on {workers}"
         approvers = spec.definition.approvers if spec.definition.approvers is not None else run.approvers
         unattended = "scheduled" if run.schedule_id else "delegated" if run.lineage else None
-        if unattended and not approvers:
+        if unattended and not run.interactive and not approvers:
             raise ToolError(
                 f"a {unattended} run reaches a change only through the approval inbox with a named approver, and "
                 f"agent '{spec.agent}' names none (approvers); the call was not made"

@@ -72,9 +72,8 @@ def task_arguments_problem(schema: Dict[str, Any], kwargs: Dict[str, Any], compl
                 return f"'{name}' is not an argument of the task{hint}"
             continue
         named[listed] = value
-    checked = {**schema, "additionalProperties": True}
-    if not complete:
-        checked.pop("required", None)
+    required = [name for name in schema.get("required") or [] if name not in INJECTED_ARGUMENTS]
+    checked = {**schema, "additionalProperties": True, "required": required if complete else []}
     try:
         jsonschema.validate(named, checked)
     except jsonschema.ValidationError as error:
