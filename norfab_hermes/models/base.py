@@ -15,7 +15,7 @@ from pydantic import (
     ValidationError,
 )
 
-CASE_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
+CASE_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 
 
 class StrictModel(BaseModel):
@@ -55,7 +55,7 @@ class TaskInput(BaseModel):
 
 def check_case_id(value: str) -> str:
     """An operator's case id: short, and safe in a file name, a SQL filter or a shell command."""
-    if not CASE_ID_RE.match(value):
+    if not CASE_ID_RE.fullmatch(value):
         raise ValueError(
             f"case_id '{value}' is not a case id: give 1 to 100 letters, digits or the characters . _ : - "
             "(e.g. INC-2041)"
