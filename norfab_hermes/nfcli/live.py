@@ -135,6 +135,7 @@ def run_turn(
     timeout: Optional[float],
     show_event: Callable[[dict], None],
     console: Console,
+    case_id: Optional[str] = None,
 ) -> Optional[Turn]:
     """
     Run one interactive invoke on ``target``: the worker's Result and the reply streamed meanwhile.
@@ -148,6 +149,7 @@ def run_turn(
         "instructions": instructions,
         "session_id": session_id,
         "interactive": True,
+        "case_id": case_id,
     }
     if timeout:
         kwargs["timeout"] = timeout
