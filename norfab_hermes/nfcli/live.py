@@ -149,10 +149,11 @@ def run_turn(
         "instructions": instructions,
         "session_id": session_id,
         "interactive": True,
-        "case_id": case_id,
     }
     if timeout:
         kwargs["timeout"] = timeout
+    if case_id:
+        kwargs["case_id"] = case_id
     with CtrlC() as ctrl_c:
         future = router.client.submit_job(
             SERVICE, "invoke", kwargs=kwargs, workers=target.worker, timeout=invoke_job_timeout(timeout)

@@ -105,9 +105,11 @@ def start(
 ) -> RenderableType:
     """``hermes invoke AGENT "..." background``: start_run on the agent's (session's) worker, its ids at once."""
     target = routes.resolve(agent, workers, session)
-    kwargs: Dict[str, Any] = {"instructions": instructions, "session_id": session, "case_id": case_id}
+    kwargs: Dict[str, Any] = {"instructions": instructions, "session_id": session}
     if timeout:
         kwargs["run_timeout"] = timeout
+    if case_id:
+        kwargs["case_id"] = case_id
     res = routes.one("start_run", target, kwargs)
     problem = failed(res)
     if problem:

@@ -62,9 +62,11 @@ class Hermes:
             session_id, agent, worker, stop_reason, tool_calls, usage, warnings.
         """
         target = self.router.resolve(agent, workers, session_id)
-        kwargs = {"instructions": instructions, "session_id": session_id, "case_id": case_id}
+        kwargs = {"instructions": instructions, "session_id": session_id}
         if timeout:
             kwargs["timeout"] = timeout
+        if case_id:
+            kwargs["case_id"] = case_id
         return self.router.one("invoke", target, kwargs, timeout=invoke_job_timeout(timeout))
 
     def command(self, agent: str, command: str, session_id: Optional[str] = None, workers: Selector = None) -> dict:

@@ -101,10 +101,9 @@ def handover(
     if not material:
         raise RoutingError(f"no hermes worker gave its handover material: {'; '.join(unreachable)}")
     start = min(m.since for m in material)
-    run_kwargs: Dict[str, Any] = {
-        "instructions": instructions(material, start, request or DEFAULT_REQUEST, case_id),
-        "case_id": case_id,
-    }
+    run_kwargs: Dict[str, Any] = {"instructions": instructions(material, start, request or DEFAULT_REQUEST, case_id)}
+    if case_id:
+        run_kwargs["case_id"] = case_id
     if timeout:
         run_kwargs["timeout"] = timeout
     if response_schema:
