@@ -56,7 +56,7 @@ USAGE = (
     """usage:
   hermes agents (workers SELECTOR)
   hermes status (workers SELECTOR)
-  hermes invoke AGENT "INSTRUCTIONS" (session SESSION) (workers WORKER) (timeout SECONDS)
+  hermes invoke AGENT "INSTRUCTIONS" (session SESSION) (case-id CASE) (workers WORKER) (timeout SECONDS)
   hermes chat (AGENT) (session SESSION) (workers WORKER) (timeout SECONDS)
   hermes sessions AGENT (workers WORKER)
   hermes session AGENT SESSION (workers WORKER)
@@ -154,6 +154,9 @@ class HermesShell(BaseModel):
     prompt: str = Field(None, description="(schedule update) what the agent is asked at every run")
     every: str = Field(None, description='(schedule update) when: "10m" (every 10m), "*/5 * * * *", an ISO time')
     repeat: Optional[StrictInt] = Field(None, description="(schedule create, update) stop after this many runs")
+    case_id: str = Field(
+        None, alias="case-id", description="(invoke, handover) the case (incident) of the runs, e.g. INC-2041"
+    )
     workers: Optional[StrictStr] = Field(None, description="Hermes worker name or glob, e.g. hermes-lab-*")
     timeout: Optional[StrictInt] = Field(None, description="Run budget in seconds (invoke, chat)")
     runs: records.HermesRunsCommand = Field(None, description="Past runs of the workers: who asked what, how it ended")
@@ -165,7 +168,7 @@ class HermesShell(BaseModel):
 
     source_workers = WorkersOption.source_workers
 
-    @field_validator("schedule", "run_id", mode="before")
+    @field_validator("schedule", "run_id", "case_id", mode="before")
     @classmethod
     def exact_values(cls, value: Any) -> Any:
         """Several values of a plain str field arrive as a list, a bare 'run' as True (checked only in nf[hermes]#)."""
@@ -180,7 +183,7 @@ class HermesShell(BaseModel):
 
     @staticmethod
     def run(picle_app: Any = None, **kwargs: Any) -> RenderableType:
-        workers, timeout = as_str(kwargs.get("workers")), kwargs.get("timeout")
+        workers, timeout, case_id = as_str(kwargs.get("workers")), kwargs.get("timeout"), kwargs.get("case_id")
         verb = next((v for v in ("invoke", "chat", "command") if kwargs.get(v) is not None), None)
         session, run_id = as_str(kwargs.get("session")) if verb else None, kwargs.get("run_id")
         if verb and run_id is not None:  # an unquoted 'run' inside the text
@@ -192,8 +195,9 @@ class HermesShell(BaseModel):
             if len(args) < 2:
                 return error_text([USAGE])
             if kwargs.get("background"):
-                return guarded(lambda: runs.start(router(), args[0], " ".join(args[1:]), session, workers, timeout))
-            return guarded(lambda: turns.invoke(args[0], " ".join(args[1:]), session, workers, timeout))
+                text = " ".join(args[1:])
+                return guarded(lambda: runs.start(router(), args[0], text, session, workers, timeout, case_id))
+            return guarded(lambda: turns.invoke(args[0], " ".join(args[1:]), session, workers, timeout, case_id))
         if verb == "command":
             args = positionals(kwargs["command"])
             if len(args) < 2:

@@ -213,6 +213,14 @@ def test_a_delegated_question_returns_the_other_agents_finding_with_its_lineage(
     assert any(kwargs.get("commands") == ["show clock"] for _, kwargs in network_jobs(fleet.base))
 
 
+def test_a_delegated_run_works_on_the_callers_case(fleet):
+    nf = fleet.nf
+    parent = invoke(nf, "interfaces", "Ask routing about r1", worker=W1, case_id="INC-77")
+    child = parent["tool_calls"][0]["delegated"]
+    [asked] = ok(run(nf.client, "get_runs", W2, case_id="INC-77"))["runs"]
+    assert (asked["run_id"], asked["parent_run_id"], asked["case_id"]) == (child["run_id"], parent["run_id"], "INC-77")
+
+
 def test_the_depth_limit_refuses_before_anything_is_sent(fleet):
     nf = fleet.nf
     hop4_before = sessions(nf, W2, "hop4")

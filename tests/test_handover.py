@@ -3,7 +3,9 @@ A shift handover across two hermes worker processes (hermes-worker-2 started
 from a worker-only inventory in its own folder): the client gathers each
 worker's sessions and scheduled findings, and the designated agent's
 briefing cites the sessions, runs and NorFab jobs of both workers, and the
-change made with who approved it.
+change made with who approved it. The runs of one case (incident) are found
+across both workers, their audit entries and evidence name it, and a
+handover of the case has exactly its sessions.
 """
 
 import json
@@ -113,3 +115,58 @@ def test_a_handover_since_now_has_nothing_and_an_unknown_writer_is_refused(fleet
     res = run(nf.client, "handover", W1, since="last tuesday")
     assert res["failed"]
     assert res["errors"][0].startswith("since: 'last tuesday' is neither")
+
+
+CASE = "INC-2041"
+
+
+def finished(nf, worker, agent, run_id):
+    deadline = time.time() + 60
+    while (state := ok(run(nf.client, "get_run", worker, agent=agent, run_id=run_id)))["state"] != "finished":
+        assert time.time() < deadline, state
+        time.sleep(0.3)
+    return state
+
+
+def test_the_runs_of_a_case_are_found_on_both_workers_and_handed_over(fleet):
+    nf, hermes = fleet, Hermes(fleet.client)
+    on_w1 = invoke(nf, "service", 'CALL clock {"FB": "r1"}', worker=W1, case_id=CASE)
+    on_w2 = ok(hermes.invoke("routing", 'CALL clock {"FB": "r1"}', workers=W2, case_id=CASE))
+    started = ok(run(nf.client, "start_run", W2, agent="routing", instructions="still up?", case_id=CASE))
+    in_background = finished(nf, W2, "routing", started["run_id"])
+    another = invoke(nf, "service", 'CALL clock {"FB": "r1"}', worker=W1, case_id="INC-9")
+    invoke(nf, "routing", "no case", worker=W2)
+    of_case = {on_w1["run_id"]: W1, on_w2["run_id"]: W2, started["run_id"]: W2}
+
+    found = {r["run_id"]: (w, r["case_id"]) for w, res in hermes.runs(case_id=CASE).items() for r in ok(res)["runs"]}
+    assert found == {run_id: (worker, CASE) for run_id, worker in of_case.items()}
+    assert in_background["case_id"] == CASE
+    entries = ok(run(nf.client, "get_audit", W1, run_id=on_w1["run_id"]))["entries"]
+    assert {"run.started", "tool.call", "run.ended"} <= {e["kind"] for e in entries}
+    assert {e["data"].get("case_id") for e in entries} == {CASE}
+    evidence = {
+        done["run_id"]: ok(run(nf.client, "evidence", W1, agent="service", run_id=done["run_id"]))["artifacts"]
+        for done in (on_w1, another)
+    }
+    assert [a["case_id"] for a in evidence[on_w1["run_id"]]] == [CASE]
+    assert [a["case_id"] for a in evidence[another["run_id"]]] == ["INC-9"]
+
+    reply = hermes.handover("noc", case_id=CASE)
+    assert not reply["failed"], reply["errors"]
+    material = reply["result"]["material"]
+    assert {m["case_id"] for m in material} == {CASE} and all(not m["findings"] for m in material)
+    sessions = {s["session_id"] for m in material for s in m["sessions"]}
+    assert sessions == {on_w1["session_id"], on_w2["session_id"], in_background["session_id"]}
+    writer = reply["result"]["briefing"]
+    assert on_w1["run_id"] in writer["response"] and on_w2["run_id"] in writer["response"]
+    assert writer["run_id"] in {r["run_id"] for r in ok(run(nf.client, "get_runs", W1, case_id=CASE))["runs"]}
+
+
+ASK = {"agent": "service", "instructions": "x"}
+
+
+@pytest.mark.parametrize("task, kwargs", [("invoke", ASK), ("start_run", ASK), ("get_runs", {}), ("handover", {})])
+def test_a_bad_case_id_is_refused_naming_the_field(fleet, task, kwargs):
+    res = run(fleet.client, task, W1, case_id="INC 2041; drop", **kwargs)
+    assert res["failed"]
+    assert "case_id" in res["errors"][0] and "1 to 100 letters, digits or the characters" in res["errors"][0]

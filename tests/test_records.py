@@ -234,3 +234,34 @@ def test_an_edited_or_deleted_audit_entry_fails_verify(lab, worker):
         db.execute("DELETE FROM audit WHERE seq = (SELECT max(seq) FROM audit)")
     cut = ok(run(nf.client, "verify_audit"))
     assert any("entries at the end were deleted" in p for p in cut["problems"])
+
+
+def test_a_run_record_names_the_model_the_versions_and_the_definition_that_answered(lab, worker):
+    nf, _ = lab
+    first = ok(run(nf.client, "invoke", agent="alpha", instructions="who answers"))
+    again = ok(run(nf.client, "invoke", agent="alpha", instructions="who answers again"))
+    other = ok(run(nf.client, "invoke", agent="fixer", instructions="who fixes"))
+    made = {
+        done["run_id"]: ok(run(nf.client, "get_run", agent=done["agent"], run_id=done["run_id"]))["provenance"]
+        for done in (first, again, other)
+    }
+    versions = ok(run(nf.client, "get_version"))
+    assert made[first["run_id"]] == {
+        "model": "alpha-model",
+        "provider": "custom",
+        "hermes_version": versions["hermes-agent"],
+        "norfab_hermes_version": versions["norfab-hermes"],
+        "definition_digest": made[first["run_id"]]["definition_digest"],
+    }
+    digest = made[first["run_id"]]["definition_digest"]
+    assert made[again["run_id"]]["definition_digest"] == digest, "the same definition gives the same digest"
+    assert made[other["run_id"]]["definition_digest"] != digest, "another definition gives another digest"
+
+    of_alpha = ok(run(nf.client, "get_runs", definition_digest=digest))["runs"]
+    assert {first["run_id"], again["run_id"]} <= {r["run_id"] for r in of_alpha}
+    assert {r["agent"] for r in of_alpha} == {"alpha"} and of_alpha[0]["provenance"] == made[again["run_id"]]
+    by_model = {r["run_id"] for r in ok(run(nf.client, "get_runs", model="alpha-model", provider="custom"))["runs"]}
+    assert set(made) <= by_model
+    assert ok(run(nf.client, "get_runs", model="beta-model"))["runs"] == []
+    [started] = ok(run(nf.client, "get_audit", run_id=first["run_id"], kind="run.started"))["entries"]
+    assert started["data"]["provenance"] == made[first["run_id"]]

@@ -2,7 +2,8 @@
 The nf# commands over the workers' records: 'hermes runs' lists past runs
 of every selected worker with filters, 'hermes audit export' writes the
 audit logs as JSON lines whose hashes chain, 'hermes audit verify' shows
-an intact log and names an edited entry.
+an intact log and names an edited entry. Runs started with a case id show
+it, and 'hermes runs case-id' lists the runs of that case, at 80 columns too.
 """
 
 import json
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TWO_WORKERS, hermes_shell, ok, run
-from test_shell import LAB1, LAB2, nfcli
+from test_shell import LAB1, LAB2, fits, nfcli, terminal_width
 
 from norfab_hermes.worker.records.audit import entry_hash
 
@@ -74,3 +75,21 @@ def test_audit_verify_shows_intact_logs_and_an_edited_entry(nf, app):
     out = nfcli(app, "hermes audit verify")
     assert re.search(rf"{LAB2}\s+│\s+NO", out), out
     assert f"{LAB2}: entry 1 was edited: its hash does not match its content" in flat(out)
+
+
+def test_runs_started_with_a_case_id_show_it_and_are_listed_by_it(nf, app):
+    out = flat(nfcli(app, f'hermes invoke routing "case one" case-id INC-5 workers {LAB1}'))
+    assert "session new, case INC-5" in out, out
+    out = flat(nfcli(app, f'hermes invoke bgp "case two" background case-id INC-5 workers {LAB2}'))
+    background = re.search(r"run ([0-9a-f]{12}) started in the background", out).group(1)
+    assert "case INC-5" in out, out
+    ok(run(nf.client, "invoke", worker=LAB1, agent="routing", instructions="case other", case_id="INC-6"))
+    with terminal_width(80):
+        listed = fits(nfcli(app, "hermes runs case-id INC-5"))
+    assert re.search(r"│\s+INC-5\s+│", listed), listed
+    assert "case one" in listed and "case two" in listed
+    assert "case other" not in listed and "check peers" not in listed
+    header = flat(nfcli(app, f"hermes run bgp {background} workers {LAB2}"))
+    assert f"run {background} | agent bgp | worker {LAB2}" in header and "| case INC-5" in header, header
+    refused = flat(nfcli(app, 'hermes runs case-id "INC 5"'))
+    assert "case_id 'INC 5' is not a case id" in refused, refused

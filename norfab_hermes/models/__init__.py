@@ -10,8 +10,10 @@ code can use it without pulling ``@Task`` methods into their process
 
 from ..errors import InventoryError  # what parse_inventory and parse_agent raise
 from .base import (
+    CaseId,
     StrictModel,
     TaskInput,
+    check_case_id,
     describe_validation_error,
 )
 from .carryover import (
@@ -143,6 +145,7 @@ from .results import (
     InvokeResultData,
     ManageAgentResult,
     ManageAgentResultData,
+    Provenance,
     RunEvent,
     RunStateData,
     RunUsage,
@@ -261,6 +264,7 @@ __all__ = [
     "ResetBreakerInput",
     "RollbackDefinition",
     "RollbackRecord",
+    "Provenance",
     "RunEvent",
     "RunStateData",
     "RunSummary",
@@ -282,6 +286,7 @@ __all__ = [
     "StartRunInput",
     "StopReason",
     "StrictModel",
+    "CaseId",
     "TOOL_NAME_RE",
     "TaskInput",
     "ToolCallSummary",
@@ -294,6 +299,7 @@ __all__ = [
     "check_agent_name",
     "check_json_schema",
     "describe_validation_error",
+    "check_case_id",
     "moment",
     "parse_agent",
     "parse_duration",

@@ -3,14 +3,19 @@ Building blocks of every model of the service: strict models that name the
 field and the fix when they refuse input.
 """
 
+import re
 from importlib import import_module
-from typing import List
+from typing import Annotated, List
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
+    StrictStr,
     ValidationError,
 )
+
+CASE_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 
 
 class StrictModel(BaseModel):
@@ -46,3 +51,16 @@ def _allowed_keys(model_name: str) -> List[str]:
 
 class TaskInput(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=True)
+
+
+def check_case_id(value: str) -> str:
+    """An operator's case id: short, and safe in a file name, a SQL filter or a shell command."""
+    if not CASE_ID_RE.fullmatch(value):
+        raise ValueError(
+            f"case_id '{value}' is not a case id: give 1 to 100 letters, digits or the characters . _ : - "
+            "(e.g. INC-2041)"
+        )
+    return value
+
+
+CaseId = Annotated[StrictStr, AfterValidator(check_case_id)]  # ties the runs of one incident together

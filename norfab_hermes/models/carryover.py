@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Literal, Union
 from norfab.models import Result
 from pydantic import Field, PositiveInt, StrictBool, StrictStr, field_validator
 
-from .base import StrictModel, TaskInput
+from .base import CaseId, StrictModel, TaskInput
 
 MemoryTarget = Literal["memory", "user", "skills"]
 DURATION_RE = re.compile(r"^\s*(\d+)\s*(s|m|h|d)\s*$", re.I)
@@ -108,6 +108,9 @@ class HandoverInput(TaskInput):
         None, description="From when: an ISO time or a duration back from now such as 12h (default 12h)"
     )
     limit: PositiveInt = Field(20, description="Newest sessions per agent")
+    case_id: Union[None, CaseId] = Field(
+        None, description="Only the sessions with runs of this case (from its first run when since is omitted)"
+    )
 
 
 # ----------------------------------------------------------------- results
@@ -134,6 +137,7 @@ class ArtifactSummary(StrictModel):
     chars: int = Field(..., description="Length of the text kept")
     redacted: StrictBool = Field(False, description="Secrets were masked before it was kept")
     approved_by: Union[None, StrictStr] = Field(None, description="Who approved the call, for approval-gated tools")
+    case_id: Union[None, StrictStr] = Field(None, description="Case (incident) of the run, as its caller named it")
 
 
 class Artifact(ArtifactSummary):
@@ -221,6 +225,7 @@ class HandoverMaterial(StrictModel):
     since: StrictStr = Field(..., description="ISO time the material starts at")
     sessions: List[HandoverSession] = Field([], description="Sessions active since then, newest first")
     findings: List[HandoverFinding] = Field([], description="Scheduled findings since then, one per schedule")
+    case_id: Union[None, StrictStr] = Field(None, description="The case the material is of, when one was asked for")
 
 
 class HandoverBriefing(StrictModel):

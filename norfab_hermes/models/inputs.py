@@ -15,7 +15,7 @@ from pydantic import (
     field_validator,
 )
 
-from .base import TaskInput
+from .base import CaseId, TaskInput
 from .carryover import check_json_schema
 from .definitions import Lineage, ScheduleDefinition
 
@@ -56,6 +56,13 @@ def dedupe_key() -> Any:
     )
 
 
+def case_id() -> Any:
+    """The case_id field of start_run and invoke."""
+    return Field(
+        None, description="Case (incident) the run belongs to: every record of the run carries it, e.g. INC-2041"
+    )
+
+
 class InvokeInput(TaskInput):
     agent: StrictStr = Field(..., description="Agent name")
     instructions: StrictStr = Field(..., min_length=1, description="What to ask the agent")
@@ -75,6 +82,7 @@ class InvokeInput(TaskInput):
 
     _schema = field_validator("response_schema")(classmethod(_response_schema))
     dedupe_key: Union[None, StrictStr] = dedupe_key()
+    case_id: Union[None, CaseId] = case_id()
 
 
 class AgentInput(TaskInput):
@@ -120,6 +128,7 @@ class StartRunInput(AgentInput):
 
     _schema = field_validator("response_schema")(classmethod(_response_schema))
     dedupe_key: Union[None, StrictStr] = dedupe_key()
+    case_id: Union[None, CaseId] = case_id()
 
 
 class GetRunInput(AgentInput):

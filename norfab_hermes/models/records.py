@@ -11,8 +11,8 @@ from typing import Any, Dict, List, Union
 from norfab.models import Result
 from pydantic import Field, NonNegativeInt, StrictStr, field_validator
 
-from .base import StrictModel, TaskInput
-from .results import RunState, RunUsage, StopReason
+from .base import CaseId, StrictModel, TaskInput
+from .results import CASE_ID, Provenance, RunState, RunUsage, StopReason
 
 AGE_RE = re.compile(r"^(\d+)\s*([smhd])$")
 AGE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -52,6 +52,12 @@ class GetRunsInput(TimeWindow):
     text: Union[None, StrictStr] = Field(
         None, min_length=1, description="Only runs whose instructions or response hold this text (any case)"
     )
+    case_id: Union[None, CaseId] = Field(None, description="Only the runs of this case")
+    model: Union[None, StrictStr] = Field(None, description="Only runs answered by this model id")
+    provider: Union[None, StrictStr] = Field(None, description="Only runs answered through this provider")
+    definition_digest: Union[None, StrictStr] = Field(None, description="Only runs of this agent definition")
+    hermes_version: Union[None, StrictStr] = Field(None, description="Only runs on this Hermes Agent version")
+    norfab_hermes_version: Union[None, StrictStr] = Field(None, description="Only runs on this norfab-hermes version")
     limit: int = Field(50, ge=1, le=1000, description="Runs per page, newest first")
     offset: NonNegativeInt = Field(0, description="Runs to skip: next_offset of the previous page")
 
@@ -83,6 +89,8 @@ class RunSummary(StrictModel):
     tool_calls: int = Field(0, description="Tool calls made")
     decided_by: List[StrictStr] = Field([], description="Clients that decided its approvals")
     usage: RunUsage = Field(RunUsage(), description="Token and request usage")
+    case_id: Union[None, StrictStr] = Field(None, description=CASE_ID)
+    provenance: Union[None, Provenance] = Field(None, description="Model, versions and definition digest of the run")
 
 
 class RunsPage(StrictModel):

@@ -133,6 +133,21 @@ class InvokeResultData(StrictModel):
     deduplicated: StrictBool = Field(False, description="The run an earlier request with the same dedupe_key started")
 
 
+class Provenance(StrictModel):
+    """What answered a run, to reproduce its conclusion: the model, the software, the agent's definition."""
+
+    model: Union[None, StrictStr] = Field(None, description="Model id the agent's profile names")
+    provider: Union[None, StrictStr] = Field(None, description="Model provider the agent's profile names")
+    hermes_version: Union[None, StrictStr] = Field(None, description="Hermes Agent version of the worker")
+    norfab_hermes_version: Union[None, StrictStr] = Field(None, description="norfab-hermes version of the worker")
+    definition_digest: Union[None, StrictStr] = Field(
+        None, description="sha256 prefix of the agent's definition and tools: runs of one definition share it"
+    )
+
+
+CASE_ID = "Case (incident) the run belongs to, as its caller named it"
+
+
 class RunEvent(StrictModel):
     time: StrictStr = Field(..., description="ISO time")
     message: StrictStr = Field(..., description="What happened, as the job event said it")
@@ -160,6 +175,8 @@ class RunStateData(StrictModel):
     outcome_unknown: List[OutcomeUnknown] = Field(
         [], description="Changes of the run whose outcome nobody knows (its worker stopped mid-change)"
     )
+    case_id: Union[None, StrictStr] = Field(None, description=CASE_ID)
+    provenance: Union[None, Provenance] = Field(None, description="Model, versions and definition digest of the run")
 
 
 class AgentSummary(StrictModel):

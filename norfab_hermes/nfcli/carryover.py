@@ -24,10 +24,11 @@ from .views import failed
 USAGE = """  hermes memory AGENT (clear memory|user|skills (entry "TEXT")) (workers WORKER)
   hermes evidence AGENT RUN_ID (ARTIFACT_ID) (workers WORKER)
   hermes report AGENT SESSION (output FOLDER) (workers WORKER)
-  hermes handover WRITER (only "AGENT,AGENT") (since 12h) (output FILE) (workers SELECTOR)
+  hermes handover WRITER (only "AGENT,AGENT") (since 12h) (case-id CASE) (output FILE) (workers SELECTOR)
     memory clear forgets one entry (a unique part of it, or a skill name) or, without entry, all of them;
     report writes FOLDER/incident-SESSION.md and the artifacts its quotes link to under FOLDER/artifacts/;
-    handover gathers every selected worker's sessions and scheduled findings since then (default 12h)."""
+    handover gathers every selected worker's sessions and scheduled findings since then (default 12h);
+    with case-id, the sessions of that case's runs since its first run."""
 
 EVIDENCE_COLUMNS = ["artifact", "tool", "device", "command", "job", "collected", "chars", "sha256"]
 
@@ -62,8 +63,8 @@ def command(verb: str, args: List[str], kwargs: Dict[str, Any], workers: Optiona
         return guarded(lambda: evidence(router(), args, workers))
     if verb == "report":
         return guarded(lambda: report(router(), args, output, workers))
-    agents, since = as_str(kwargs.get("only")), as_str(kwargs.get("since"))
-    return guarded(lambda: handover(router(), args, agents, since, output, workers))
+    agents, since, case_id = as_str(kwargs.get("only")), as_str(kwargs.get("since")), as_str(kwargs.get("case_id"))
+    return guarded(lambda: handover(router(), args, agents, since, output, workers, case_id))
 
 
 def memory(
@@ -148,15 +149,19 @@ def handover(
     since: Optional[str],
     output: Optional[str],
     workers: Optional[str],
+    case_id: Optional[str] = None,
 ) -> RenderableType:
-    """``hermes handover WRITER (only "AGENT,AGENT") (since 12h) (output FILE)``."""
+    """``hermes handover WRITER (only "AGENT,AGENT") (since 12h) (case-id CASE) (output FILE)``."""
     if len(args) != 1:
         return usage("handover takes the agent that writes the briefing")
     names = [a.strip() for a in agents.split(",") if a.strip()] if agents else None
-    res = gather_and_write(routes, args[0], names, since, workers)
+    res = gather_and_write(routes, args[0], names, since, workers, case_id=case_id)
     data = HandoverBriefing.model_validate(res["result"])
     counts = ", ".join(f"{m.worker}: {len(m.sessions)} session(s), {len(m.findings)} finding(s)" for m in data.material)
-    parts: List[RenderableType] = [Text(f"handover since {short_time(data.since)} written by {data.writer} ({counts})")]
+    case = f" of case {case_id}" if case_id else ""
+    parts: List[RenderableType] = [
+        Text(f"handover{case} since {short_time(data.since)} written by {data.writer} ({counts})")
+    ]
     parts += [Text(f"not gathered: {u}", style="yellow") for u in data.unreachable]
     if res.get("failed") or not data.briefing:
         return Group(*parts, error_text(res.get("errors") or ["the writer did not answer"]))

@@ -135,6 +135,7 @@ def run_turn(
     timeout: Optional[float],
     show_event: Callable[[dict], None],
     console: Console,
+    case_id: Optional[str] = None,
 ) -> Optional[Turn]:
     """
     Run one interactive invoke on ``target``: the worker's Result and the reply streamed meanwhile.
@@ -151,6 +152,8 @@ def run_turn(
     }
     if timeout:
         kwargs["timeout"] = timeout
+    if case_id:
+        kwargs["case_id"] = case_id
     with CtrlC() as ctrl_c:
         future = router.client.submit_job(
             SERVICE, "invoke", kwargs=kwargs, workers=target.worker, timeout=invoke_job_timeout(timeout)

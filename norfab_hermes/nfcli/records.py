@@ -19,12 +19,12 @@ from .tables import CLIP, WRAP, short_time, table
 from .views import failed
 
 USAGE = """  hermes runs (agent AGENT) (state STATE) (stop_reason REASON) (since AGE|TIME) (until AGE|TIME)
-    (schedule ID) (decided_by CLIENT) (text "TEXT") (limit N) (offset N) (workers SELECTOR)
+    (schedule ID) (decided_by CLIENT) (text "TEXT") (case-id CASE) (limit N) (offset N) (workers SELECTOR)
   hermes audit export (file PATH) (agent AGENT) (run RUN_ID) (kind KIND) (since AGE|TIME) (workers SELECTOR)
   hermes audit verify (workers SELECTOR)
     AGE: 30m, 12h, 7d before now; TIME: an ISO time such as 2026-12-01T02:00 (UTC unless it says)."""
 
-RUN_FILTERS = ("agent", "state", "stop_reason", "since", "until", "schedule_id", "decided_by", "text")
+RUN_FILTERS = ("agent", "state", "stop_reason", "since", "until", "schedule_id", "decided_by", "text", "case_id")
 AUDIT_FILTERS = ("agent", "run_id", "kind", "since", "until")
 AUDIT_PAGE = 1000
 ENDING_STYLES = {"completed": "green", "running": "cyan", "queued": "cyan", "waiting_for_approval": "yellow"}
@@ -48,6 +48,7 @@ class HermesRunsCommand(WorkersOption):
     schedule_id: str = Field(None, alias="schedule", description="Only the runs of this schedule (its id)")
     decided_by: str = Field(None, description="Only runs with an approval this NorFab client decided")
     text: str = Field(None, description="Only runs whose instructions or answer hold this text (quote it)")
+    case_id: str = Field(None, alias="case-id", description="Only the runs of this case (incident), e.g. INC-2041")
     limit: Optional[StrictInt] = Field(None, description="Newest runs per worker (default 20)")
     offset: Optional[StrictInt] = Field(None, description="Runs to skip per worker, for the next page")
 
@@ -110,11 +111,13 @@ def runs_view(
         found += [(worker, run) for run in page.runs]
     found.sort(key=lambda item: item[1].started, reverse=True)
     several = len(replies) > 1
-    columns = (["worker"] if several else []) + ["run", "agent", "started", "ended", "tokens", "asked"]
-    rows = [([worker] if several else []) + run_row(run) for worker, run in found]
+    cased = any(run.case_id for _, run in found)  # a case column only when some run has a case
+    columns = (["worker"] if several else []) + ["run", "agent", *(["case"] if cased else [])]
+    columns += ["started", "ended", "tokens", "asked"]
+    rows = [([worker] if several else []) + run_row(run, cased) for worker, run in found]
     title = "runs" if several or not replies else f"runs of worker '{next(iter(replies))}'"
     answered = len(problems) < len(replies)
-    view = table(title, columns, rows, drop=["tokens", "started"], text={"asked": CLIP})
+    view = table(title, columns, rows, drop=["tokens", "started", "case"], text={"asked": CLIP})
     parts: List[RenderableType] = [*problems, *([view] if answered else [])]
     if found:
         worker, newest = found[0]
@@ -124,11 +127,12 @@ def runs_view(
     return Group(*parts)
 
 
-def run_row(run: RunSummary) -> List[Any]:
+def run_row(run: RunSummary, cased: bool = False) -> List[Any]:
     ending = run.stop_reason or run.state
     return [
         run.run_id,
         run.agent,
+        *([run.case_id] if cased else []),
         short_time(run.started),
         Text(ending, style=ENDING_STYLES.get(ending, "yellow")),
         run.usage.total_tokens,

@@ -29,7 +29,8 @@ from .live import CtrlC, error_text, event_line, reply_view
 from .tables import WRAP, clock, parse_time, table
 from .views import failed
 
-USAGE = """  hermes invoke AGENT "INSTRUCTIONS" background (session SESSION) (workers WORKER) (timeout SECONDS)
+USAGE = """  hermes invoke AGENT "INSTRUCTIONS" background (session SESSION) (case-id CASE) (workers WORKER)
+    (timeout SECONDS)
   hermes run AGENT RUN_ID (workers WORKER) (follow)
   hermes approvals (workers SELECTOR)
   hermes approve APPROVAL_ID (note "WHY") (workers SELECTOR)
@@ -94,13 +95,21 @@ def approval_verb(description: str) -> Any:
 
 
 def start(
-    routes: Router, agent: str, instructions: str, session: Optional[str], workers: Optional[str], timeout: Any
+    routes: Router,
+    agent: str,
+    instructions: str,
+    session: Optional[str],
+    workers: Optional[str],
+    timeout: Any,
+    case_id: Optional[str] = None,
 ) -> RenderableType:
     """``hermes invoke AGENT "..." background``: start_run on the agent's (session's) worker, its ids at once."""
     target = routes.resolve(agent, workers, session)
     kwargs: Dict[str, Any] = {"instructions": instructions, "session_id": session}
     if timeout:
         kwargs["run_timeout"] = timeout
+    if case_id:
+        kwargs["case_id"] = case_id
     res = routes.one("start_run", target, kwargs)
     problem = failed(res)
     if problem:
@@ -109,7 +118,9 @@ def start(
     parts: List[RenderableType] = [
         Text(
             f"run {data.run_id} started in the background: agent '{data.agent}' on worker '{data.worker}', "
-            f"session {data.session_id or '(not known yet, see hermes run)'}, {data.state}"
+            f"session {data.session_id or '(not known yet, see hermes run)'}, "
+            + (f"case {data.case_id}, " if data.case_id else "")
+            + data.state
         ),
         hint(f"follow it: hermes run {data.agent} {data.run_id} workers {data.worker} follow"),
     ]
@@ -244,6 +255,7 @@ def header(data: RunStateData) -> Text:
         (f"run {data.run_id} | agent {data.agent} | worker {data.worker} | ", "bold"),
         (state, style),
         f" | session {data.session_id or '(not known yet)'} | started {clock(data.started)}",
+        f" | case {data.case_id}" if data.case_id else "",
     )
 
 

@@ -45,18 +45,28 @@ class HermesInterruptCommand(WorkersOption):
         return guarded(render)
 
 
-def invoke(agent: str, instructions: str, session: Optional[str], workers: Optional[str], timeout: Any) -> Any:
-    """``hermes invoke AGENT "INSTRUCTIONS"``: the job's events as they come, then the reply."""
+def invoke(
+    agent: str,
+    instructions: str,
+    session: Optional[str],
+    workers: Optional[str],
+    timeout: Any,
+    case_id: Optional[str] = None,
+) -> Any:
+    """``hermes invoke AGENT "INSTRUCTIONS" (case-id CASE)``: the job's events as they come, then the reply."""
     routes = router()
     target = routes.resolve(agent, workers, session)
     console = Console()
-    console.print(Text(f"invoking agent '{target.agent}' on worker '{target.worker}', session {session or 'new'}"))
+    case = f", case {case_id}" if case_id else ""
+    console.print(
+        Text(f"invoking agent '{target.agent}' on worker '{target.worker}', session {session or 'new'}{case}")
+    )
 
     def show(event: dict) -> None:
         if not own_job_event(event):  # the header above says the job started; the reply says it ended
             console.print(job_event_line(event))
 
-    turn = run_turn(routes, target, instructions, session, timeout, show, console)
+    turn = run_turn(routes, target, instructions, session, timeout, show, console, case_id)
     if turn is None:  # the operator stopped waiting
         return None
     session_id = (turn.result.get("result") or {}).get("session_id")

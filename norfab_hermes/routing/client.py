@@ -44,6 +44,7 @@ class Hermes:
         session_id: Optional[str] = None,
         workers: Selector = None,
         timeout: Optional[float] = None,
+        case_id: Optional[str] = None,
     ) -> dict:
         """
         Run one agent turn on the worker serving ``agent`` (or owning ``session_id``).
@@ -54,6 +55,7 @@ class Hermes:
             session_id: continue this session, on its own worker.
             workers: worker selector narrowing where the agent is looked up.
             timeout: run budget in seconds (the job waits a little longer).
+            case_id: the case (incident) the run belongs to; its records carry it.
 
         Returns:
             The worker's Result dict; ``result`` holds response, run_id,
@@ -63,6 +65,8 @@ class Hermes:
         kwargs = {"instructions": instructions, "session_id": session_id}
         if timeout:
             kwargs["timeout"] = timeout
+        if case_id:
+            kwargs["case_id"] = case_id
         return self.router.one("invoke", target, kwargs, timeout=invoke_job_timeout(timeout))
 
     def command(self, agent: str, command: str, session_id: Optional[str] = None, workers: Selector = None) -> dict:
@@ -124,6 +128,7 @@ class Hermes:
         request: Optional[str] = None,
         response_schema: Optional[Dict[str, Any]] = None,
         timeout: Optional[float] = None,
+        case_id: Optional[str] = None,
     ) -> dict:
         """
         A shift handover across every selected worker, written by agent ``writer``.
@@ -136,18 +141,29 @@ class Hermes:
             request: what the writer is asked (default: hand over the unresolved issues).
             response_schema: a JSON schema the briefing must match.
             timeout: the writer's run budget in seconds.
+            case_id: hand over one case: the sessions of its runs (since its first run
+                unless ``since`` says); the writer's run belongs to the case too.
 
         Returns:
             A Result-like dict whose ``result`` holds the material of every
             worker and the writer's run (``briefing.response`` is the briefing).
         """
         return handover.handover(
-            self.router, writer, agents, since, workers, request, response_schema=response_schema, timeout=timeout
+            self.router,
+            writer,
+            agents,
+            since,
+            workers,
+            request,
+            response_schema=response_schema,
+            timeout=timeout,
+            case_id=case_id,
         )
 
     def runs(self, workers: Selector = None, **filters: Any) -> Dict[str, dict]:
         """Recorded runs of the selected workers, newest first: ``{worker: Result}``, each result a page
-        (``runs``, ``total``, ``next_offset``). Filters as the ``get_runs`` task takes them."""
+        (``runs``, ``total``, ``next_offset``). Filters as the ``get_runs`` task takes them, e.g.
+        ``case_id`` for the runs of one case across the workers."""
         return records.runs(self.router, workers, **filters)
 
     def verify_audit(self, workers: Selector = None) -> Dict[str, dict]:

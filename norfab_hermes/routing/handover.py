@@ -51,9 +51,9 @@ def _finding(f: Any) -> List[str]:
     return lines
 
 
-def instructions(material: List[HandoverMaterial], since: str, request: str) -> str:
+def instructions(material: List[HandoverMaterial], since: str, request: str, case_id: Optional[str] = None) -> str:
     """What the writer is asked: the material of every worker, the brief, and the request on the last line."""
-    lines = [f"# Handover material since {since}", ""]
+    lines = [f"# Handover material{f' of case {case_id}' if case_id else ''} since {since}", ""]
     for worker in material:
         lines += [f"## Worker {worker.worker}", ""]
         for item in worker.sessions:
@@ -75,9 +75,11 @@ def handover(
     limit: int = 20,
     response_schema: Optional[Dict[str, Any]] = None,
     timeout: Optional[float] = None,
+    case_id: Optional[str] = None,
 ) -> dict:
     """
-    Gather the handover material from every selected worker and have ``writer`` write the briefing.
+    Gather the handover material from every selected worker and have ``writer`` write the briefing;
+    with ``case_id``, of that case only, and the writer's run belongs to the case.
 
     Returns a NorFab-Result-like dict: ``result`` is a ``HandoverBriefing``;
     ``failed`` and ``errors`` are the writer's run's.
@@ -87,7 +89,7 @@ def handover(
     """
     asked = router.select(workers)
     target = router.resolve(writer, workers)
-    kwargs: Dict[str, Any] = {"agents": agents, "since": since, "limit": limit}
+    kwargs: Dict[str, Any] = {"agents": agents, "since": since, "limit": limit, "case_id": case_id}
     replies = router.call("handover", asked, {k: v for k, v in kwargs.items() if v is not None}, GATHER_TIMEOUT)
     material, unreachable = [], []
     for worker in asked:
@@ -99,7 +101,9 @@ def handover(
     if not material:
         raise RoutingError(f"no hermes worker gave its handover material: {'; '.join(unreachable)}")
     start = min(m.since for m in material)
-    run_kwargs: Dict[str, Any] = {"instructions": instructions(material, start, request or DEFAULT_REQUEST)}
+    run_kwargs: Dict[str, Any] = {"instructions": instructions(material, start, request or DEFAULT_REQUEST, case_id)}
+    if case_id:
+        run_kwargs["case_id"] = case_id
     if timeout:
         run_kwargs["timeout"] = timeout
     if response_schema:

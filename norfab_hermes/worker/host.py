@@ -125,7 +125,13 @@ class HermesHost(HostOperations):
         self.schedules = Schedules(worker_name, self.catalog, self.runtime, self.pipeline.run_scheduled, self.evidence)
         self.memory = AgentMemory(worker_name, self.catalog.home, self.catalog.secrets)
         self.handover = Handover(
-            worker_name, self.sessions, self.schedules, self.evidence, self.catalog.available, self.catalog.secrets
+            worker_name,
+            self.sessions,
+            self.schedules,
+            self.evidence,
+            self.catalog.available,
+            self.catalog.secrets,
+            self.records.runs,
         )
         self.tool_runner = ToolRunner(
             client,

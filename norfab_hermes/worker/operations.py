@@ -199,8 +199,10 @@ class HostOperations:
             linked=linked,
         )
 
-    def handover_material(self, agents: Optional[List[str]], since: Optional[str], limit: int) -> HandoverMaterial:
-        return self.handover.material(agents, since, limit)
+    def handover_material(
+        self, agents: Optional[List[str]], since: Optional[str], limit: int, case_id: Optional[str] = None
+    ) -> HandoverMaterial:
+        return self.handover.material(agents, since, limit, case_id)
 
     def command(self, agent: str, command: str, session_id: Optional[str]) -> CommandResultData:
         self.require(agent)

@@ -58,7 +58,7 @@ def store(tmp_path, days=30):
     return EvidenceStore(tmp_path, days, lambda run: run.session_id)
 
 
-RUN = SimpleNamespace(agent="noc", run_id="r" * 12, session_id="s1")
+RUN = SimpleNamespace(agent="noc", run_id="r" * 12, session_id="s1", case_id="INC-7")
 
 
 def test_kept_artifacts_are_listed_by_run_and_session_and_read_back_whole(tmp_path):
@@ -74,6 +74,7 @@ def test_kept_artifacts_are_listed_by_run_and_session_and_read_back_whole(tmp_pa
     assert whole.text == OUTPUT
     assert whole.approved_by == "ana"
     assert whole.job_uuid == "job-1"
+    assert whole.case_id == "INC-7", "an artifact names its run's case"
     with pytest.raises(UnknownArtifact):
         evidence.artifact("service", kept[0].artifact_id)
     with pytest.raises(InvalidRequest, match="artifact_id"):

@@ -1,5 +1,6 @@
 """The worker's records on a real SQLite file: runs, approvals, usage, settling after a crash, retention."""
 
+import sqlite3
 import time
 
 import pytest
@@ -7,12 +8,14 @@ import pytest
 from norfab_hermes.models import (
     ApprovalInfo,
     InvokeResultData,
+    Provenance,
     RecordsSettings,
     RunStateData,
     RunUsage,
     ToolCallSummary,
 )
 from norfab_hermes.worker.records import store as store_module
+from norfab_hermes.worker.records.db import RECORDS_FILE
 from norfab_hermes.worker.records.runs import RunRow
 from norfab_hermes.worker.records.store import Records
 
@@ -124,18 +127,80 @@ def test_settling_after_a_crash_ends_open_runs_and_approvals(records):
         ({"decided_by": "lead"}, ["r1"]),
         ({"since": "2026-12-01T02:00:30+00:00"}, ["r3", "r2"]),
         ({"until": "2026-12-01T02:00:30+00:00"}, ["r1"]),
+        ({"case_id": "INC-1"}, ["r3", "r1"]),
+        ({"model": "beta-model"}, ["r2"]),
+        ({"provider": "custom"}, ["r3", "r2", "r1"]),
+        ({"definition_digest": "d-alpha"}, ["r3", "r1"]),
+        ({"hermes_version": "0.0.1"}, []),
     ],
 )
 def test_runs_are_found_by_each_filter(records, filters, expected):
     """get_runs' filters each narrow the runs, newest first; text matches any case and literally."""
     base = 1796090400.0  # 2026-12-01T02:00:00Z
-    records.run_started(row("r1", started=base, instructions="find the needle"))
-    records.run_started(row("r2", agent="beta", started=base + 60))
-    records.run_started(row("r3", started=base + 120, schedule_id="s9", instructions="50% loss"))
+    alpha, beta = made("alpha-model", "d-alpha"), made("beta-model", "d-beta")
+    records.run_started(row("r1", started=base, instructions="find the needle", case_id="INC-1", provenance=alpha))
+    records.run_started(row("r2", agent="beta", started=base + 60, provenance=beta))
+    records.run_started(
+        row("r3", started=base + 120, schedule_id="s9", instructions="50% loss", case_id="INC-1", provenance=alpha)
+    )
     records.run_ended(ended("r1"), base + 10)
     records.run_ended(ended("r3", stop_reason="token_budget"), base + 130)
     records.approval(approval(state="approved", decided_by="lead"), "decided", "lead")
     assert [r.run_id for r in records.runs(10, 0, **filters).runs] == expected
+
+
+def made(model, digest):
+    return Provenance(
+        model=model, provider="custom", hermes_version="0.19.0", norfab_hermes_version="0.1.0", definition_digest=digest
+    )
+
+
+def test_a_run_of_a_case_names_it_and_its_provenance_in_every_record(records):
+    """The run record, its summary and every audit entry of the run name the case; run.started its provenance."""
+    provenance = made("alpha-model", "d-alpha")
+    records.run_started(row("r1", case_id="INC-1", provenance=provenance))
+    records.tool_call("alpha", "r1", [call()])
+    records.approval(approval(), "requested")
+    records.run_ended(ended("r1"), time.time())
+    records.run_started(row("r2"))
+    state, [summary] = records.run_state("r1"), records.runs(10, 0, case_id="INC-1").runs
+    assert (state.case_id, state.provenance) == (summary.case_id, summary.provenance) == ("INC-1", provenance)
+    entries = records.audit_page(0, 100, run_id="r1").entries
+    assert [e.kind for e in entries] == ["run.started", "tool.call", "approval.requested", "run.ended"]
+    assert all(e.data["case_id"] == "INC-1" for e in entries)
+    assert entries[0].data["provenance"] == provenance.model_dump()
+    [other] = records.audit_page(0, 100, run_id="r2").entries
+    assert "case_id" not in other.data
+    assert records.verify().ok
+
+
+# the runs table as norfab-hermes 0.1.0 wrote it, before runs carried their case and provenance
+V1_RUNS = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY, agent TEXT NOT NULL, worker TEXT NOT NULL, state TEXT NOT NULL, stop_reason TEXT,
+    started REAL NOT NULL, finished REAL, session_id TEXT, schedule_id TEXT, job_uuid TEXT, client TEXT,
+    dedupe_key TEXT, parent_run_id TEXT, instructions TEXT NOT NULL, response TEXT NOT NULL DEFAULT '',
+    tool_calls INTEGER NOT NULL DEFAULT 0, calls_so_far TEXT, api_calls INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
+    total_tokens INTEGER NOT NULL DEFAULT 0, cost_usd REAL
+);
+INSERT INTO runs (run_id, agent, worker, state, started, instructions) VALUES ('old', 'alpha', 'w1', 'finished', 1000.0, 'x');
+PRAGMA user_version = 1;
+"""
+
+
+def test_a_records_file_of_the_previous_version_is_upgraded_in_place(tmp_path):
+    """A worker upgraded in place keeps its runs: they have no case or provenance, new runs do."""
+    with sqlite3.connect(tmp_path / RECORDS_FILE) as db:
+        db.executescript(V1_RUNS)
+    records = Records(tmp_path, WORKER, RecordsSettings())
+    records.run_started(row("new", case_id="INC-1", provenance=made("alpha-model", "d-alpha")))
+    old = records.run_state("old")
+    assert (old.instructions, old.case_id, old.provenance) == ("x", None, None)
+    assert [r.run_id for r in records.runs(10, 0, case_id="INC-1").runs] == ["new"]
+    assert [r.run_id for r in records.runs(10, 0).runs] == ["new", "old"]
+    with records.db.reading() as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
 
 
 def test_runs_come_in_pages(records):

@@ -2,7 +2,7 @@
 The evidence store: every tool result a run receives, kept as an artifact
 under the worker's instance root, ``<root>/evidence/<agent>/``: the text in
 ``<artifact id>.txt`` (redacted as the model saw it, but never cut) and one
-line per artifact in ``index.jsonl`` (run, session, tool, NorFab job,
+line per artifact in ``index.jsonl`` (run, session, case, tool, NorFab job,
 worker, device, command, time, sha256). An auditor can check any artifact
 against its digest; an operator reads it back whole even when the model was
 shown a cut version. Artifacts older than the retention are deleted.
@@ -61,8 +61,9 @@ class EvidenceStore:
         pieces: Iterable[Piece],
         approved_by: Optional[str] = None,
     ) -> List[ArtifactSummary]:
-        """Keep a tool call's results under its run's agent, run and session."""
-        return self.keep(run.agent, run.run_id, self.session_of(run), tool, task, job_uuid, pieces, approved_by)
+        """Keep a tool call's results under its run's agent, run, session and case."""
+        session_id = self.session_of(run)
+        return self.keep(run.agent, run.run_id, session_id, tool, task, job_uuid, pieces, approved_by, run.case_id)
 
     def keep(
         self,
@@ -74,6 +75,7 @@ class EvidenceStore:
         job_uuid: Optional[str],
         pieces: Iterable[Piece],
         approved_by: Optional[str] = None,
+        case_id: Optional[str] = None,
     ) -> List[ArtifactSummary]:
         """Keep each piece as an artifact; their summaries, in order."""
         kept = []
@@ -94,6 +96,7 @@ class EvidenceStore:
                 chars=len(piece.text),
                 redacted=piece.redacted,
                 approved_by=approved_by,
+                case_id=case_id,
             )
             folder = self._dir(agent)
             with self._lock:

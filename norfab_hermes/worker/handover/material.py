@@ -3,12 +3,14 @@ A shift handover's material from one worker: the selected agents' sessions
 active since a time (their request, last answer, runs, NorFab jobs, devices
 and the changes made with who approved them, from the kept evidence) and
 each schedule's newest finding since then (status against its criteria,
-run, session, jobs). The client gathers it from every worker and asks the
-designated agent to write the briefing (``routing.handover``).
+run, session, jobs); or, for one case, the sessions of the case's runs
+since its first run (scheduled runs belong to no case). The client gathers
+it from every worker and asks the designated agent to write the briefing
+(``routing.handover``).
 """
 
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ...errors import InvalidRequest
 from ...models import (
@@ -27,6 +29,7 @@ REQUEST_CHARS = 500
 ANSWER_CHARS = 1500
 FINDING_CHARS = 1500
 HISTORY_READ = 50  # newest runs of a schedule looked through
+CASE_RUNS_READ = 1000  # newest runs of a case looked through
 
 
 def since_time(text: Optional[str], now: Optional[datetime] = None) -> datetime:
@@ -62,6 +65,7 @@ class Handover:
         evidence: the evidence store (``artifacts``).
         agents: the agents this worker can gather for.
         secrets: values to mask.
+        runs: the run records (``Records.runs``), for the runs of a case.
     """
 
     def __init__(
@@ -72,6 +76,7 @@ class Handover:
         evidence: Any,
         agents: Callable[[], List[str]],
         secrets: Callable[[], List[str]],
+        runs: Callable[..., Any],
     ) -> None:
         self.worker_name = worker_name
         self.sessions = sessions
@@ -79,15 +84,35 @@ class Handover:
         self.evidence = evidence
         self.agents = agents
         self.secrets = secrets
+        self.runs = runs
 
-    def material(self, agents: Optional[List[str]], since: Optional[str], limit: int) -> HandoverMaterial:
-        start = since_time(since)
+    def material(
+        self, agents: Optional[List[str]], since: Optional[str], limit: int, case_id: Optional[str] = None
+    ) -> HandoverMaterial:
         chosen = [a for a in self.agents() if agents is None or a in agents]
-        findings = [f for agent in chosen for f in self._findings(agent, start)]
-        scheduled = self._scheduled_sessions(chosen)
-        sessions = [s for agent in chosen for s in self._sessions(agent, start, limit) if s.session_id not in scheduled]
+        if case_id:
+            of_case, first = self._case(case_id)
+            start = since_time(since) if since or first is None else first
+            findings: List[HandoverFinding] = []
+        else:
+            start = since_time(since)
+            findings = [f for agent in chosen for f in self._findings(agent, start)]
+            scheduled = self._scheduled_sessions(chosen)
+        sessions = [
+            s
+            for agent in chosen
+            for s in self._sessions(agent, start, limit)
+            if (s.session_id in of_case if case_id else s.session_id not in scheduled)
+        ]
         sessions.sort(key=lambda s: s.last_active or "", reverse=True)
-        return HandoverMaterial(worker=self.worker_name, since=iso(start), sessions=sessions, findings=findings)
+        return HandoverMaterial(
+            worker=self.worker_name, since=iso(start), sessions=sessions, findings=findings, case_id=case_id
+        )
+
+    def _case(self, case_id: str) -> Tuple[Set[str], Optional[datetime]]:
+        """The sessions of a case's runs on this worker, and when its first run started."""
+        runs = self.runs(CASE_RUNS_READ, 0, case_id=case_id).runs
+        return {r.session_id for r in runs if r.session_id}, min((parse_time(r.started) for r in runs), default=None)
 
     def _sessions(self, agent: str, start: datetime, limit: int) -> List[HandoverSession]:
         found = []

@@ -9,10 +9,18 @@ import contextlib
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Dict, Iterator, Sequence
 
 RECORDS_FILE = "norfab_records.db"
-SCHEMA_VERSION = 1  # in the file's user_version, for the migrations of later versions
+SCHEMA_VERSION = 2  # in the file's user_version; 2: runs carry their case and provenance
+
+
+def add_columns(db: sqlite3.Connection, table: str, columns: Dict[str, str]) -> None:
+    """Add the columns ``table`` lacks (name: SQL type): a file an older worker wrote gets them in place."""
+    present = {row["name"] for row in db.execute(f"PRAGMA table_info({table})")}
+    for name, kind in columns.items():
+        if name not in present:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
 
 class Database:
@@ -22,9 +30,12 @@ class Database:
     Args:
         path: the database file (created with its folder).
         schemas: the ``CREATE ... IF NOT EXISTS`` scripts of its tables.
+        upgrades: run after them, on new and old files alike: what later versions added.
     """
 
-    def __init__(self, path: Path, schemas: Sequence[str]) -> None:
+    def __init__(
+        self, path: Path, schemas: Sequence[str], upgrades: Sequence[Callable[[sqlite3.Connection], None]] = ()
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # autocommit: transactions are explicit, BEGIN IMMEDIATE takes the write lock at once
@@ -38,6 +49,8 @@ class Database:
             self._db.execute("PRAGMA busy_timeout=5000")  # an operator's sqlite3 reading the file meanwhile
             for schema in schemas:
                 self._db.executescript(schema)
+            for upgrade in upgrades:
+                upgrade(self._db)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextlib.contextmanager

@@ -6,6 +6,7 @@ as ``get_run`` shows it (events, result envelope) is kept compressed in a
 table of its own, so that the rows stay small and many share a page.
 """
 
+import dataclasses
 import json
 import sqlite3
 import zlib
@@ -13,7 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...models import PREVIEW_CHARS, RunsPage, RunStateData, RunSummary, RunUsage
+from ...models import PREVIEW_CHARS, Provenance, RunsPage, RunStateData, RunSummary, RunUsage
+from .db import add_columns
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -45,6 +47,15 @@ CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
 CREATE INDEX IF NOT EXISTS runs_agent ON runs (agent, started);
 CREATE INDEX IF NOT EXISTS runs_dedupe ON runs (agent, dedupe_key) WHERE dedupe_key IS NOT NULL;
 """
+PROVENANCE = tuple(Provenance.model_fields)  # one column each
+# added after the first version: ``upgrade`` adds them to a new file and to one an older worker wrote
+ADDED_COLUMNS = {"case_id": "TEXT", **{name: "TEXT" for name in PROVENANCE}}
+EQUAL_FILTERS = ("agent", "state", "stop_reason", "schedule_id", "case_id", *PROVENANCE)
+
+
+def upgrade(db: sqlite3.Connection) -> None:
+    add_columns(db, "runs", ADDED_COLUMNS)
+    db.execute("CREATE INDEX IF NOT EXISTS runs_case ON runs (case_id, started) WHERE case_id IS NOT NULL")
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,8 @@ class RunRow:
     client: Optional[str] = None
     dedupe_key: Optional[str] = None
     parent_run_id: Optional[str] = None
+    case_id: Optional[str] = None
+    provenance: Optional[Provenance] = None
 
 
 def iso(seconds: Optional[float]) -> Optional[str]:
@@ -73,8 +86,8 @@ def epoch(text: str) -> float:
 
 
 def pack(state: RunStateData) -> bytes:
-    """The run's state for get_run, without what is kept elsewhere (instructions, approvals)."""
-    kept = {"instructions": True, "approvals": True, "result": {"approvals"}}
+    """The run's state for get_run, without what is kept elsewhere (instructions, approvals, columns)."""
+    kept = {"instructions": True, "approvals": True, "case_id": True, "provenance": True, "result": {"approvals"}}
     return zlib.compress(state.model_dump_json(exclude=kept, exclude_none=True).encode())
 
 
@@ -85,23 +98,23 @@ def detail(db: sqlite3.Connection, run_id: str) -> Optional[Dict[str, Any]]:
 
 
 def insert(db: sqlite3.Connection, row: RunRow) -> None:
+    values = {field.name: getattr(row, field.name) for field in dataclasses.fields(row) if field.name != "provenance"}
+    values.update(row.provenance.model_dump() if row.provenance else {})
     db.execute(
-        "INSERT INTO runs (run_id, agent, worker, state, started, session_id, schedule_id, job_uuid, client, "
-        "dedupe_key, parent_run_id, instructions) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            row.run_id,
-            row.agent,
-            row.worker,
-            row.started,
-            row.session_id,
-            row.schedule_id,
-            row.job_uuid,
-            row.client,
-            row.dedupe_key,
-            row.parent_run_id,
-            row.instructions,
-        ),
+        f"INSERT INTO runs (state, {', '.join(values)}) VALUES ('queued', {', '.join('?' * len(values))})",
+        list(values.values()),
     )
+
+
+def provenance_of(row: sqlite3.Row) -> Optional[Provenance]:
+    """What answered the run; None for a run an older worker recorded."""
+    known = {name: row[name] for name in PROVENANCE if row[name] is not None}
+    return Provenance(**known) if known else None
+
+
+def case_of(db: sqlite3.Connection, run_id: str) -> Optional[str]:
+    row = db.execute("SELECT case_id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return row["case_id"] if row else None
 
 
 def set_state(db: sqlite3.Connection, run_id: str, state: str, session_id: Optional[str] = None) -> None:
@@ -164,22 +177,17 @@ def by_dedupe_key(db: sqlite3.Connection, agent: str, key: str, since: float) ->
 
 
 def _filters(
-    agent: Optional[str] = None,
-    state: Optional[str] = None,
-    stop_reason: Optional[str] = None,
     since: Optional[str] = None,
     until: Optional[str] = None,
-    schedule_id: Optional[str] = None,
     decided_by: Optional[str] = None,
     text: Optional[str] = None,
+    **equal: Optional[str],
 ) -> Tuple[str, List[Any]]:
+    unknown = sorted(set(equal) - set(EQUAL_FILTERS))
+    if unknown:  # the names become SQL: only the columns that are filters
+        raise TypeError(f"unknown run filters {unknown}; known: {', '.join(EQUAL_FILTERS)}")
     where, params = ["1 = 1"], []
-    for column, value in (
-        ("agent", agent),
-        ("state", state),
-        ("stop_reason", stop_reason),
-        ("schedule_id", schedule_id),
-    ):
+    for column, value in equal.items():
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
@@ -240,6 +248,8 @@ def summary(row: sqlite3.Row, decided_by: List[str]) -> RunSummary:
         response=row["response"][:PREVIEW_CHARS],
         tool_calls=row["tool_calls"],
         decided_by=decided_by,
+        case_id=row["case_id"],
+        provenance=provenance_of(row),
         usage=RunUsage(
             api_calls=row["api_calls"],
             input_tokens=row["input_tokens"],

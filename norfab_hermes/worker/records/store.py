@@ -15,7 +15,7 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ...models import (
     ApprovalInfo,
@@ -59,7 +59,8 @@ class Records:
     def __init__(self, root: Path, worker: str, settings: RecordsSettings) -> None:
         self.worker = worker
         self.settings = settings
-        self.db = Database(Path(root) / RECORDS_FILE, [runs.SCHEMA, approvals.SCHEMA, audit.SCHEMA, usage.SCHEMA])
+        schemas = [runs.SCHEMA, approvals.SCHEMA, audit.SCHEMA, usage.SCHEMA]
+        self.db = Database(Path(root) / RECORDS_FILE, schemas, [runs.upgrade])
         self._pruned = 0.0
         self._prune_lock = threading.Lock()
 
@@ -77,10 +78,11 @@ class Records:
             "job_uuid": row.job_uuid,
             "parent_run_id": row.parent_run_id,
             "dedupe_key": row.dedupe_key,
+            "provenance": row.provenance.model_dump() if row.provenance else None,
         }
         with self.db.transaction() as db:
             runs.insert(db, row)
-            audit.append(db, self.worker, "run.started", row.agent, row.run_id, row.client, details)
+            self._append(db, "run.started", row.agent, row.run_id, row.client, details)
 
     def run_running(self, run_id: str, session_id: Optional[str]) -> None:
         with self.db.transaction() as db:
@@ -90,7 +92,7 @@ class Records:
         """The run made a tool call (the last of ``calls``)."""
         with self.db.transaction() as db:
             runs.set_tool_calls(db, run_id, [call.model_dump(exclude_none=True) for call in calls])
-            audit.append(db, self.worker, "tool.call", agent, run_id, None, calls[-1].model_dump(exclude_none=True))
+            self._append(db, "tool.call", agent, run_id, None, calls[-1].model_dump(exclude_none=True))
 
     def run_ended(self, state: RunStateData, finished: float) -> None:
         result = state.result
@@ -103,7 +105,7 @@ class Records:
         }
         with self.db.transaction() as db:
             runs.finish(db, state, finished)
-            audit.append(db, self.worker, "run.ended", state.agent, state.run_id, state.client, details)
+            self._append(db, "run.ended", state.agent, state.run_id, state.client, details)
         self.prune_now_and_then()
 
     # ----------------------------------------------------------- approvals
@@ -124,7 +126,7 @@ class Records:
         with self.db.transaction() as db:
             approvals.save(db, info)
             runs.set_state(db, info.run_id, "waiting_for_approval" if info.state == "pending" else "running")
-            audit.append(db, self.worker, f"approval.{kind}", info.agent, info.run_id, actor, details)
+            self._append(db, f"approval.{kind}", info.agent, info.run_id, actor, details)
 
     def note(
         self,
@@ -136,7 +138,21 @@ class Records:
     ) -> None:
         """An audit entry of its own: a refused decision, a lifecycle or schedule change, a skipped run."""
         with self.db.transaction() as db:
-            audit.append(db, self.worker, kind, agent, run_id, actor, data)
+            self._append(db, kind, agent, run_id, actor, data)
+
+    def _append(
+        self,
+        db: Any,
+        kind: str,
+        agent: Optional[str] = None,
+        run_id: Optional[str] = None,
+        actor: Optional[str] = None,
+        data: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        """An audit entry in the caller's transaction; an entry of a run of a case names the case."""
+        if run_id and (case_id := runs.case_of(db, run_id)):
+            data = {**(data or {}), "case_id": case_id}
+        audit.append(db, self.worker, kind, agent, run_id, actor, data)
 
     # --------------------------------------------------------------- usage
 
@@ -173,6 +189,8 @@ class Records:
         events = data.get("events") or []
         data.update(
             instructions=row["instructions"],
+            case_id=row["case_id"],
+            provenance=runs.provenance_of(row),
             approvals=asked,
             events=events[offset:],
             next_offset=offset + len(events[offset:]),
@@ -215,9 +233,8 @@ class Records:
             for info in approvals.pending(db):
                 info = info.model_copy(update={"state": "expired", "decided": iso(now), "note": APPROVAL_CUT_NOTE})
                 approvals.save(db, info)
-                audit.append(
+                self._append(
                     db,
-                    self.worker,
                     "approval.expired",
                     info.agent,
                     info.run_id,
@@ -233,7 +250,7 @@ class Records:
                 if changes:
                     details["outcome_unknown"] = [{"job_uuid": c.job_uuid, "devices": c.devices} for c in changes]
                 runs.finish(db, state, now)
-                audit.append(db, self.worker, "run.ended", row["agent"], row["run_id"], row["client"], details)
+                self._append(db, "run.ended", row["agent"], row["run_id"], row["client"], details)
                 cut_runs.append(row["run_id"])
         return cut_runs, cut_approvals
 
@@ -286,9 +303,8 @@ class Records:
                 usage.prune(db, cutoff.strftime("%Y-%m-%d"))
                 gone_entries = audit.prune(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
                 if gone or gone_entries:
-                    audit.append(
+                    self._append(
                         db,
-                        self.worker,
                         "records.pruned",
                         data={
                             "runs": gone,

@@ -23,7 +23,7 @@ from ..hermes.runtime import HermesRuntime
 from ..sessions.store import Sessions
 from ..tools.delegation import Delegator
 from ..tools.toolbox import ToolBox
-from . import answer, turn
+from . import answer, provenance, turn
 from .budget import DailyUsage, Limits
 from .registry import RunRegistry
 from .run import Run
@@ -93,12 +93,13 @@ class RunPipeline:
         lineage: Optional[Dict[str, Any]] = None,
         dedupe_key: Optional[str] = None,
         response_schema: Optional[Dict[str, Any]] = None,
+        case_id: Optional[str] = None,
     ) -> InvokeResultData:
         check_instructions(instructions)
         client = client_of(job)
         asked_by = self._check_lineage(agent, lineage, client)
         run, earlier = self._accept(
-            agent, instructions, session_id, timeout, job, interactive, None, client, dedupe_key, asked_by
+            agent, instructions, session_id, timeout, job, interactive, None, client, dedupe_key, asked_by, case_id
         )
         if earlier is not None:
             return self._earlier_result(agent, earlier, dedupe_key, timeout, job)
@@ -122,10 +123,13 @@ class RunPipeline:
         client: Optional[str] = None,
         dedupe_key: Optional[str] = None,
         response_schema: Optional[Dict[str, Any]] = None,
+        case_id: Optional[str] = None,
     ) -> RunStateData:
         """A run in the background: its ids at once; get_run follows it."""
         check_instructions(instructions)
-        run, earlier = self._accept(agent, instructions, session_id, timeout, None, False, None, client, dedupe_key)
+        run, earlier = self._accept(
+            agent, instructions, session_id, timeout, None, False, None, client, dedupe_key, case_id=case_id
+        )
         if earlier is not None:
             return self.runs.state(agent, earlier, deduplicated=True)
         run.response_schema = response_schema
@@ -196,6 +200,7 @@ class RunPipeline:
         client: Optional[str] = None,
         dedupe_key: Optional[str] = None,
         lineage: Optional[Lineage] = None,
+        case_id: Optional[str] = None,
     ) -> Tuple[Optional[Run], Optional[str]]:
         """A new run of the agent, with its budgets, tracked from now on (queued until it executes);
         or, for a repeated dedupe_key, the id of the earlier run: (new run, earlier run id)."""
@@ -218,6 +223,13 @@ class RunPipeline:
                 )
                 run.session_id, run.schedule_id, run.lineage = session_id, schedule_id, lineage
                 run.instructions, run.client, run.dedupe_key = instructions, client, dedupe_key
+                run.case_id = case_id
+                run.provenance = provenance.of_agent(
+                    definition,
+                    self.tools.specs.get(agent, {}),
+                    self.catalog.effective_config(agent),
+                    self.inventory.model,
+                )
                 run.approvers = list(definition.approvers)
                 self.runs.track(run)
                 ticket.started(run.run_id)
@@ -247,6 +259,7 @@ class RunPipeline:
                         "session_id": run.session_id,
                         "worker": self.worker_name,
                         "job_uuid": run.job_uuid,
+                        "case_id": run.case_id,
                         "lineage": run.lineage.model_dump() if run.lineage else None,
                     },
                 )

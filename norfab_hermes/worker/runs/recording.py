@@ -45,6 +45,8 @@ class RunRecorder:
             client=run.client,
             dedupe_key=run.dedupe_key,
             parent_run_id=run.lineage.parent_run_id if run.lineage else None,
+            case_id=run.case_id,
+            provenance=run.provenance,
         )
         self._safely(self.records.run_started, row)
 

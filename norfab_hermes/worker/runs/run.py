@@ -19,6 +19,7 @@ from ...models import (
     ArtifactSummary,
     InvokeResultData,
     Lineage,
+    Provenance,
     RunEvent,
     RunStateData,
     ToolCallSummary,
@@ -70,6 +71,8 @@ class Run:
         self.instructions = ""  # what the run was asked
         self.client: Optional[str] = None  # the NorFab client that asked; None for a schedule
         self.dedupe_key: Optional[str] = None
+        self.case_id: Optional[str] = None  # the incident the caller ties the run to
+        self.provenance: Optional[Provenance] = None  # what answered: model, versions, definition digest
         self.approvers: List[str] = []  # the agent's, for tools that do not name their own
         self.log: Optional[RunLog] = None
         self.chat_id = chat_id
@@ -246,4 +249,6 @@ class Run:
             schedule_id=self.schedule_id,
             finished=iso(self.finished),
             deduplicated=deduplicated,
+            case_id=self.case_id,
+            provenance=self.provenance,
         )

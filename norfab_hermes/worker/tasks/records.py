@@ -20,12 +20,19 @@ class RecordTasks:
         schedule_id: Optional[str] = None,
         decided_by: Optional[str] = None,
         text: Optional[str] = None,
+        case_id: Optional[str] = None,
+        model: Optional[str] = None,
+        provider: Optional[str] = None,
+        definition_digest: Optional[str] = None,
+        hermes_version: Optional[str] = None,
+        norfab_hermes_version: Optional[str] = None,
         limit: int = 50,
         offset: int = 0,
     ) -> Result:
         """
         List the runs this worker recorded, newest first, also from before a restart: who asked what,
-        when, how it ended, its tool calls, approvals and usage. Read one whole with get_run.
+        when, how it ended, its tool calls, approvals and usage, its case, and what answered it (model,
+        provider, versions, definition digest). Read one whole with get_run.
 
         Args:
             agent: only this agent's runs.
@@ -36,6 +43,12 @@ class RecordTasks:
             schedule_id: only the runs of this schedule.
             decided_by: only runs with an approval this NorFab client decided.
             text: only runs whose instructions or response hold this text.
+            case_id: only the runs of this case.
+            model: only runs answered by this model id.
+            provider: only runs answered through this provider.
+            definition_digest: only runs of this agent definition (its digest on a run record).
+            hermes_version: only runs on this Hermes Agent version.
+            norfab_hermes_version: only runs on this norfab-hermes version.
             limit: runs per page.
             offset: runs to skip; next_offset of the previous page.
         """
@@ -49,6 +62,12 @@ class RecordTasks:
             schedule_id=schedule_id,
             decided_by=decided_by,
             text=text,
+            case_id=case_id,
+            model=model,
+            provider=provider,
+            definition_digest=definition_digest,
+            hermes_version=hermes_version,
+            norfab_hermes_version=norfab_hermes_version,
             limit=limit,
             offset=offset,
         )

@@ -39,6 +39,7 @@ class RunTasks:
         lineage: Optional[dict] = None,
         dedupe_key: Optional[str] = None,
         response_schema: Optional[dict] = None,
+        case_id: Optional[str] = None,
     ) -> Result:
         """
         Run one agent turn: send instructions to an agent and return its reply.
@@ -56,6 +57,8 @@ class RunTasks:
                 of an earlier run gets that run's envelope, marked deduplicated.
             response_schema: JSON schema the answer must match (one corrective
                 turn when it does not).
+            case_id: the case (incident) the run belongs to; every record of
+                the run carries it, and a delegated run passes it on.
 
         Returns:
             Result whose ``result`` is the run envelope: response, run_id,
@@ -64,7 +67,7 @@ class RunTasks:
             delegated run its lineage.
         """
         result = self.running_host().pipeline.invoke(
-            agent, instructions, session_id, timeout, job, interactive, lineage, dedupe_key, response_schema
+            agent, instructions, session_id, timeout, job, interactive, lineage, dedupe_key, response_schema, case_id
         )
         return Result(result=result.model_dump())
 
@@ -101,6 +104,7 @@ class RunTasks:
         run_timeout: Optional[float] = None,
         dedupe_key: Optional[str] = None,
         response_schema: Optional[dict] = None,
+        case_id: Optional[str] = None,
     ) -> Result:
         """
         Ask a network agent to investigate something; it works in the background and this answers at
@@ -115,12 +119,13 @@ class RunTasks:
             dedupe_key: within the agent's dedupe_window, a request with the key of an
                 earlier run gets that run (deduplicated: true) instead of a new one.
             response_schema: JSON schema the answer must match.
+            case_id: the case (incident) the run belongs to; every record of the run carries it.
 
         Returns:
             Result whose ``result`` is the run's state (follow it with get_run).
         """
         state = self.running_host().pipeline.start_run(
-            agent, instructions, session_id, run_timeout, client_of(job), dedupe_key, response_schema
+            agent, instructions, session_id, run_timeout, client_of(job), dedupe_key, response_schema, case_id
         )
         return Result(result=state.model_dump())
 

@@ -14,7 +14,8 @@ of exactly the agent and worker the definition names, and is bounded:
 - interrupts: a caller that is interrupted or stops interrupts the asked run
   on its worker and takes its partial answer;
 - the operator: the asked run is interactive only when the caller's is; its
-  questions are relayed to the caller's operator, answers relayed back.
+  questions are relayed to the caller's operator, answers relayed back;
+- the case: the asked run carries the caller's case_id.
 
 The asked run's progress shows in the caller's events; its ids, worker and
 stop reason go into the caller's tool call summary.
@@ -93,6 +94,7 @@ class Delegator:
                 "timeout": budget,
                 "interactive": bool(run.interactive),
                 "lineage": lineage.model_dump(),
+                "case_id": run.case_id,  # the asked run works on the same case
             },
             workers=[target.workers],
             timeout=math.ceil(budget) + JOB_SLACK,
