@@ -13,11 +13,12 @@ import io
 import json
 import os
 import sqlite3
+import time
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from unittest import mock
 
 import pytest
@@ -70,6 +71,19 @@ def start_invoke(client: Any, worker: str, **kwargs: Any) -> tuple:
         if run_id:
             return future, run_id
     raise AssertionError(f"invoke {kwargs} emitted no run id: {future.result(timeout=5)}")
+
+
+def eventually(check: Callable[[], Any], what: str, timeout: float = 60, step: float = 0.2) -> Any:
+    """``check()``'s first true value within a generous ``timeout``: tests wait on the event they mean,
+    never on the clock, and never assert how fast it came (that is ``make bench``'s)."""
+    deadline = time.time() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.time() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:.0f}s")
+        time.sleep(step)
 
 
 def result_of(future: Any, worker: str, timeout: float = 60) -> Dict[str, Any]:

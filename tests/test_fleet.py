@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -307,16 +306,14 @@ def test_the_asked_agents_approval_goes_to_the_callers_operator_and_only_to_one(
 
 def test_the_child_gets_less_than_the_parents_remaining_budget_and_stops_before_it(fleet):
     nf = fleet.nf
-    started = time.time()
     result = invoke(nf, "interfaces", 'CALL ask_routing {"question": "SLEEP 60"}', timeout=25, worker=W1)
-    took = time.time() - started
     [call] = result["tool_calls"]
     assert call["delegated"]["stop_reason"] == "run_timeout"
     assert call["status"] == "failed"
     assert "stopped without finishing: run_timeout" in call["error"]
     assert call["duration"] < 25 - 3, f"the child ran {call['duration']}s of the parent's 25 s"
-    assert result["stop_reason"] == "completed", f"the parent took {took:.1f}s of its 25 s budget"
-    assert took < 25, f"the parent took {took:.1f}s of its 25 s budget"
+    # the parent's own budget did not run out: it ended after its child, on its own
+    assert result["stop_reason"] == "completed", result["stop_reason"]
 
 
 def test_interrupting_the_parent_interrupts_the_child(fleet):
@@ -331,11 +328,8 @@ def test_interrupting_the_parent_interrupts_the_child(fleet):
             child_id = found.group(1)
             break
     assert child_id, "the child run never started"
-    time.sleep(1)
-    interrupted = time.time()
     ok(run(nf.client, "interrupt", worker=W1, agent="interfaces", run_id=run_id))
-    result = ok(future.result(timeout=60)[W1])
-    assert time.time() - interrupted < 15
+    result = ok(future.result(timeout=40)[W1])  # the child's model holds its turn for 60 s
     assert result["stop_reason"] == "interrupted"
     child = ok(run(nf.client, "get_run", worker=W2, agent="routing", run_id=child_id))
     assert child["state"] == "finished", child

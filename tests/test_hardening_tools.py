@@ -271,26 +271,16 @@ def test_finding_7_read_only_and_declared_commands_go_through(lab):
         ["show clock", "sh ip int brief | include up"],
         ["show interfaces {{ job_data.name }}"],
     ]
-    # the declared command is a change: asked for, so never sent by a run nobody is attached to
-    result = run(
-        nf.client,
-        "invoke",
-        job_timeout=90,
-        agent=name,
-        instructions=f"CALL reset_counters {json.dumps({'FB': 'r1', 'commands': 'clear counters Gi0/1'})}",
-    )
-    assert result["result"]["tool_calls"][0]["status"] == "refused"
-    assert not [k for _, k in network_jobs(base)[before:] if "clear" in json.dumps(k)]
-    # a value spliced into a command template cannot chain, filter or redirect it
-    result = run(
-        nf.client,
-        "invoke",
-        job_timeout=90,
-        agent=name,
-        instructions=f"CALL interface {json.dumps({'FB': 'r1', 'name': 'Gi0/1 | redirect flash:x'})}",
-    )
-    assert result["result"]["tool_calls"][0]["status"] == "refused"
-    assert not [k for _, k in network_jobs(base)[before:] if "redirect" in json.dumps(k)]
+    for tool, arguments, word in (
+        # the declared command is a change: asked for, so never sent by a run nobody is attached to
+        ("reset_counters", {"FB": "r1", "commands": "clear counters Gi0/1"}, "clear"),
+        # a value spliced into a command template cannot chain, filter or redirect it
+        ("interface", {"FB": "r1", "name": "Gi0/1 | redirect flash:x"}, "redirect"),
+    ):
+        instructions = f"CALL {tool} {json.dumps(arguments)}"
+        result = run(nf.client, "invoke", job_timeout=90, agent=name, instructions=instructions)
+        assert result["result"]["tool_calls"][0]["status"] == "refused"
+        assert not [k for _, k in network_jobs(base)[before:] if word in json.dumps(k)]
     run(nf.client, "manage_agent", action="delete", agent=name)
 
 

@@ -1,7 +1,5 @@
 """An agent's questions reach the operator of an interactive run, and never hang other runs."""
 
-import time
-
 from conftest import Lab, result_of, run
 
 WORKER = "hermes-worker-1"
@@ -28,12 +26,10 @@ def test_interactive_run_asks_the_operator_and_uses_the_answer(nf):
 
 
 def test_non_interactive_run_is_told_at_once_that_nobody_can_answer(nf):
-    started = time.time()
     res = run(nf.client, "invoke", agent="alpha", instructions=ASK)
     result = res["result"]
-    assert result["stop_reason"] == "completed"
+    assert result["stop_reason"] == "completed"  # a question left waiting would end it run_timeout
     assert "not interactive" in result["response"]
-    assert time.time() - started < 10
 
 
 def test_cancelled_question_is_reported_to_the_agent(nf):

@@ -1,8 +1,9 @@
-"""Interrupting runs: by run id, promptly, even when every run slot is busy."""
+"""Interrupting runs: by run id, before the turn would have ended, even when every run slot is busy.
+How fast is ``make bench``'s (interrupt latency); here the order of events is asserted."""
 
-import time
+import uuid
 
-from conftest import Lab, result_of, run, start_invoke
+from conftest import Lab, eventually, result_of, run, start_invoke
 
 WORKER = "hermes-worker-1"
 
@@ -13,22 +14,21 @@ LAB = Lab(
 )
 
 
-def test_interrupt_stops_the_run_within_a_second(nf):
-    future, run_id = start_invoke(nf.client, WORKER, agent="alpha", instructions="SLEEP 60")
+def test_interrupt_stops_the_run_before_its_turn_ends(nf, model):
+    tag = uuid.uuid4().hex[:8]
+    future, run_id = start_invoke(nf.client, WORKER, agent="alpha", instructions=f"{tag} SLEEP 60")
     active = run(nf.client, "get_status")["result"]["active_runs"]
     assert [(r["run_id"], r["agent"]) for r in active] == [(run_id, "alpha")]
     assert active[0]["started"]
 
-    time.sleep(0.5)  # let the turn reach the model
-    asked = time.time()
+    eventually(lambda: any(tag in str(r["messages"]) for r in model.model.completions()), "the turn reached the model")
     ack = run(nf.client, "interrupt", agent="alpha", run_id=run_id)
     assert ack["result"] == {"run_id": run_id, "agent": "alpha", "worker": WORKER, "interrupted": True}
-    result = result_of(future, WORKER)["result"]
-    took = time.time() - asked
+    # the model holds the turn for 60 s: a reply well before that is the interrupt's
+    result = result_of(future, WORKER, timeout=30)["result"]
     assert result["stop_reason"] == "interrupted"
     assert result["run_id"] == run_id
     assert "interrupted" in result["response"].lower()  # the partial reply Hermes had
-    assert took < 2.0, f"interrupt took {took:.2f}s"
     assert run(nf.client, "get_status")["result"]["active_runs"] == []
 
 
@@ -58,13 +58,12 @@ def test_control_tasks_answer_while_every_run_slot_is_busy(nf):
     queued = nf.client.submit_job(
         "hermes", "invoke", kwargs={"agent": "alpha", "instructions": "queued"}, workers=WORKER, timeout=120
     )
-    started = time.time()
-    status = run(nf.client, "get_status")["result"]
+    # both answer while the runs hold their slots for 60 s: a control task queued behind them would not
+    status = run(nf.client, "get_status", job_timeout=30)["result"]
     assert len(status["active_runs"]) == 2
-    ack = run(nf.client, "interrupt", agent="alpha", run_id=runs[0][1])
+    ack = run(nf.client, "interrupt", agent="alpha", run_id=runs[0][1], job_timeout=30)
     assert ack["result"]["interrupted"]
-    assert time.time() - started < 2.0
-    assert result_of(runs[0][0], WORKER)["result"]["stop_reason"] == "interrupted"
+    assert result_of(runs[0][0], WORKER, timeout=30)["result"]["stop_reason"] == "interrupted"
     # the freed slot serves the queued run
     assert result_of(queued, WORKER)["result"]["response"] == "ECHO: queued"
     run(nf.client, "interrupt", agent="beta", run_id=runs[1][1])

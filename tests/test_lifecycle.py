@@ -56,10 +56,11 @@ def test_destroy_during_a_running_turn_is_prompt(model, tmp_path):
         while len(model.model.completions()) == seen and time.time() < deadline:
             time.sleep(0.1)
         assert len(model.model.completions()) > seen, "the turn never reached the model"
-        started = time.time()
-        nf.destroy()
-        took = time.time() - started
-    assert took < 15, f"destroy took {took:.1f}s with a turn in flight"
+        # the turn holds its model for 120 s: a destroy that waited for it would still be running
+        destroyer = threading.Thread(target=nf.destroy, daemon=True)
+        destroyer.start()
+        destroyer.join(60)
+        assert not destroyer.is_alive(), "destroy waited for the turn in flight"
 
 
 def test_hermes_and_norfab_keep_their_own_logs(model, tmp_path):

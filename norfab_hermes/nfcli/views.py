@@ -31,7 +31,7 @@ def agents_view(replies: Dict[str, dict]) -> RenderableType:
     for worker, res in sorted(replies.items()):
         problem = failed(res)
         if problem:
-            rows.append([worker, "", Text.assemble("no: ", problem), "", "", "", "", ""])
+            rows.append([worker, "", Text.assemble("no: ", problem), "", "", "", "", "", ""])
             continue
         for agent in (AgentSummary.model_validate(a) for a in res["result"]):
             if agent.available:
@@ -49,16 +49,18 @@ def agents_view(replies: Dict[str, dict]) -> RenderableType:
                     agent.owner,
                     agent.model,
                     agent.provider,
+                    ", ".join(name for name, shown in agent.tools.items() if shown.get("class") == "change"),
                     agent.description,
                 ]
             )
-    columns = ["worker", "agent", "available", "state", "owner", "model", "provider", "description"]
+    # changes: the tools that can change the network (they always ask for approval)
+    columns = ["worker", "agent", "available", "state", "owner", "model", "provider", "changes", "description"]
     return table(
         "hermes agents",
         columns,
         rows,
-        drop=["provider", "owner", "state", "description", "model"],
-        text={"available": WRAP, "description": CLIP},
+        drop=["provider", "owner", "changes", "state", "description", "model"],
+        text={"available": WRAP, "description": CLIP, "changes": CLIP},
     )
 
 
