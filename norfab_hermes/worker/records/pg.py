@@ -1,0 +1,246 @@
+"""
+The fleet's records database: PostgreSQL, shared by every hermes worker
+whose inventory sets ``records: {backend: postgresql}``.
+
+It answers the statements of the SQLite backend (``?`` placeholders, rows
+read by name or position), so ``runs``, ``approvals``, ``audit`` and
+``usage`` hold one set of queries for both. The schema is versioned SQL
+files (``migrations/NNNN_*.sql``), applied at start under a lock so workers
+starting together apply each once; a worker refuses a database whose schema
+is newer than it knows. A connection the server dropped is opened again on
+the next use; what failed meanwhile failed loudly.
+
+Advisory locks: ``hold`` takes session locks on a connection of their own,
+held until released or until that connection ends, so a killed worker's
+locks end with it.
+"""
+
+import contextlib
+import functools
+import hashlib
+import logging
+import re
+import threading
+import time
+from importlib import resources
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from ...errors import RecordsUnavailable
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 5  # seconds: an unreachable server is reported, not waited for
+MIGRATION_LOCK = 1  # keys of the advisory lock namespaces (first half of a two-int key)
+CHAIN_LOCK = 2
+KEY_LOCK = 3  # device locks, dedupe keys, schedule occurrences: by name
+WAIT_STEP = 0.05  # seconds between tries of a busy advisory lock
+MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+def migrations() -> List[Tuple[int, str, str]]:
+    """(version, file name, SQL) of every schema migration shipped, in order."""
+    found = []
+    for item in resources.files(__package__).joinpath("migrations").iterdir():
+        matched = MIGRATION.match(item.name)
+        if matched:
+            found.append((int(matched.group(1)), item.name, item.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+SCHEMA_VERSION = migrations()[-1][0]
+
+
+def key_of(name: str) -> int:
+    """A stable signed 32-bit key for an advisory lock on ``name`` (Python's hash differs per process)."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big", signed=True)
+
+
+@functools.lru_cache(maxsize=512)
+def translate(sql: str) -> str:
+    """A statement of the SQLite backend in psycopg's placeholders."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class Row(tuple):
+    """A row read by position or by column name, like ``sqlite3.Row``."""
+
+    names: Dict[str, int] = {}
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(self.names[key] if isinstance(key, str) else key)
+
+    def keys(self) -> List[str]:
+        return list(self.names)
+
+
+def row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
+    names = {column.name: index for index, column in enumerate(cursor.description or [])}
+    kind = type("Row", (Row,), {"names": names})
+    return lambda values: kind(values)
+
+
+class Connection:
+    """One psycopg connection answering SQLite-style statements."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.raw.execute(translate(sql), list(params))
+
+
+def connect(dsn: str, source: str) -> Any:
+    """A new autocommit connection; RecordsUnavailable naming ``source`` (the DSN's variable) when it fails."""
+    import psycopg  # the worker's postgresql extra: a SQLite worker never imports it
+
+    try:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT, row_factory=row_factory)
+    except psycopg.Error as error:
+        raise RecordsUnavailable(
+            f"the records database ({source}) is unreachable: {str(error).strip()}; runs that need a record or "
+            "a device lock are refused until it answers"
+        ) from error
+
+
+class PgDatabase:
+    """
+    The PostgreSQL record, behind the interface of the SQLite ``Database``.
+
+    Args:
+        dsn: the connection string (from the environment, never the inventory).
+        source: where the DSN came from, for messages (e.g. ``$NORFAB_HERMES_PG_DSN``).
+    """
+
+    shared = True  # every worker of the fleet reads and writes it
+
+    def __init__(self, dsn: str, source: str) -> None:
+        self.dsn, self.source = dsn, source
+        self._lock = threading.RLock()
+        self._raw = connect(dsn, source)
+        self.version = self._migrate()
+        with self.reading() as db:
+            self.record_id = db.execute("SELECT value FROM record_meta WHERE name = 'record_id'").fetchone()[0]
+        self._idle: List[Any] = []  # connections of released advisory locks, for the next holder
+        self._idle_lock = threading.Lock()
+
+    @property
+    def path(self) -> str:
+        return f"postgresql ({self.source})"
+
+    def _migrate(self) -> int:
+        """Apply the migrations the database lacks; its schema version after it."""
+        raw = self._raw
+        raw.execute("SELECT pg_advisory_lock(%s, 0)", [MIGRATION_LOCK])  # workers starting together wait here
+        try:
+            raw.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            current = raw.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+            if current > SCHEMA_VERSION:
+                raise RecordsUnavailable(
+                    f"the records database ({self.source}) has schema version {current}, newer than this worker's "
+                    f"{SCHEMA_VERSION}: upgrade norfab-hermes on this worker, or point records.dsn_env at another "
+                    "database"
+                )
+            for version, name, sql in migrations():
+                if version > current:
+                    with raw.transaction():
+                        raw.execute(sql)
+                        raw.execute("INSERT INTO schema_version (version, name) VALUES (%s, %s)", [version, name])
+                    log.info(f"Records database {self.source}: applied schema migration {name}")
+                    current = version
+            return current
+        finally:
+            raw.execute("SELECT pg_advisory_unlock(%s, 0)", [MIGRATION_LOCK])
+
+    def _connection(self) -> Any:
+        if self._raw.closed or self._raw.broken:
+            self._raw = connect(self.dsn, self.source)
+        return self._raw
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One write transaction: committed when the block ends, rolled back if it raises."""
+        with self._lock, self._failing():
+            raw = self._connection()
+            with raw.transaction():
+                yield Connection(raw)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """Reads of one consistent moment (one repeatable-read transaction)."""
+        with self._lock, self._failing():
+            raw = self._connection()
+            with raw.transaction():
+                raw.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                yield Connection(raw)
+
+    @contextlib.contextmanager
+    def _failing(self) -> Iterator[None]:
+        import psycopg
+
+        try:
+            yield
+        except psycopg.OperationalError as error:
+            raise RecordsUnavailable(
+                f"the records database ({self.source}) did not answer: {str(error).strip()}"
+            ) from error
+
+    def serialize(self, db: Connection, name: str) -> None:
+        """Writers of ``name`` (the audit chain) of every worker take turns until the transaction ends."""
+        db.raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CHAIN_LOCK, key_of(name)])
+
+    def compact(self) -> None:
+        """PostgreSQL's autovacuum gives deleted rows' space back on its own."""
+
+    # ------------------------------------------------------ advisory locks
+
+    def hold(self, names: Sequence[str], wait: float, stopped: Callable[[], bool] = lambda: False) -> Optional[Any]:
+        """Session locks on every name, or none: the connection holding them, or None after ``wait`` s."""
+        raw = self._lock_connection()
+        keys = [key_of(name) for name in sorted(set(names))]
+        deadline = time.time() + max(wait, 0.0)
+        while True:
+            taken = []
+            for key in keys:
+                if not raw.execute("SELECT pg_try_advisory_lock(%s, %s)", [KEY_LOCK, key]).fetchone()[0]:
+                    break
+                taken.append(key)
+            else:
+                return raw
+            for key in taken:
+                raw.execute("SELECT pg_advisory_unlock(%s, %s)", [KEY_LOCK, key])
+            if time.time() >= deadline or stopped():
+                self._reuse(raw)
+                return None
+            time.sleep(WAIT_STEP)
+
+    def release(self, raw: Any) -> None:
+        """End the locks ``hold`` took on ``raw``."""
+        try:
+            raw.execute("SELECT pg_advisory_unlock_all()")
+        except Exception:  # the connection broke: its locks ended with it
+            raw.close()
+            return
+        self._reuse(raw)
+
+    def _lock_connection(self) -> Any:
+        with self._idle_lock:
+            while self._idle:
+                raw = self._idle.pop()
+                if not (raw.closed or raw.broken):
+                    return raw
+        return connect(self.dsn, self.source)
+
+    def _reuse(self, raw: Any) -> None:
+        with self._idle_lock:
+            self._idle.append(raw)
+
+    def close(self) -> None:
+        with self._lock:
+            self._raw.close()
+        with self._idle_lock:
+            for raw in self._idle:
+                raw.close()
+            self._idle.clear()
