@@ -23,7 +23,7 @@ import re
 import threading
 import time
 from importlib import resources
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ...errors import RecordsUnavailable
 
@@ -215,6 +215,25 @@ class PgDatabase:
                 self._reuse(raw)
                 return None
             time.sleep(WAIT_STEP)
+
+    @contextlib.contextmanager
+    def holding(self, names: Sequence[str], wait: float) -> Iterator[bool]:
+        """``hold`` for a block: whether the locks were taken; released when the block ends."""
+        session = self.hold(names, wait)
+        try:
+            yield session is not None
+        finally:
+            if session is not None:
+                self.release(session)
+
+    def taken(self, names: Sequence[str]) -> Set[str]:
+        """Which of ``names`` a session of any worker holds now."""
+        with self.reading() as db:
+            rows = db.execute(
+                "SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND classid = ? AND granted", [KEY_LOCK]
+            ).fetchall()
+        held = {objid for (objid,) in rows}  # an oid: the key's unsigned 32 bits
+        return {name for name in names if key_of(name) & 0xFFFFFFFF in held}
 
     def release(self, raw: Any) -> None:
         """End the locks ``hold`` took on ``raw``."""

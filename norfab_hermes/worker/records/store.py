@@ -226,7 +226,8 @@ class Records:
 
     def runs(self, limit: int, offset: int, **filters: Any) -> RunsPage:
         with self.db.reading() as db:
-            return runs.find(db, limit, offset, **filters)
+            page = runs.find(db, limit, offset, **filters)
+        return page.model_copy(update={"record": self.db.record_id})
 
     def approval_info(self, approval_id: str) -> Optional[ApprovalInfo]:
         with self.db.reading() as db:
@@ -239,11 +240,13 @@ class Records:
 
     def audit_page(self, after: int, limit: int, **filters: Any) -> AuditPage:
         with self.db.reading() as db:
-            return audit.page(db, after, limit, **filters)
+            page = audit.page(db, after, limit, **filters)
+        return page.model_copy(update={"record": self.db.record_id})
 
     def verify(self) -> AuditVerifyData:
         with self.db.reading() as db:
-            return audit.verify(db, self.worker)
+            verified = audit.verify(db, self.worker)
+        return verified.model_copy(update={"record": self.db.record_id})
 
     # ----------------------------------------------------------- lifecycle
 
