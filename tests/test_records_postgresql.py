@@ -26,7 +26,7 @@ from unit.test_records_store import (  # the same behaviour on the other backend
 from norfab_hermes.errors import InventoryError, RecordsUnavailable
 from norfab_hermes.models import RecordsSettings
 from norfab_hermes.testing.postgres import new_database
-from norfab_hermes.worker.records import pg
+from norfab_hermes.worker.records import move, pg
 from norfab_hermes.worker.records.store import Records
 
 ENV = "NORFAB_HERMES_TEST_PG_DSN"
@@ -124,3 +124,32 @@ def test_session_locks_exclude_and_end_with_their_connection(dsn, tmp_path):
     held.close()  # the session ends: what a kill -9 does to the worker's connection
     assert two.hold(["R1", "R2"], wait=1) is not None
     one.close(), two.close()
+
+
+def test_the_move_from_sqlite_keeps_every_run_and_the_audit_chain_verifies(dsn, tmp_path, capsys):
+    """A worker's SQLite record moved by the documented command: every run, approval and the usage, the
+    audit chain entry by entry (it verifies, with the same head); a second worker's log is refused."""
+    old = Records(tmp_path / "w1", WORKER, RecordsSettings())
+    for n in range(30):
+        old.run_started(row(f"r{n}"))
+        old.run_ended(ended(f"r{n}"), time.time())
+    old.approval(approval(run_id="r3", state="approved", decided_by="lead"), "decided", "lead")
+    old.add_usage("alpha", "2026-12-01", 120, 0.5)
+    head, path = old.verify().head, old.path
+    old.close()
+    assert move.main([str(path), "--dsn-env", ENV]) == 0
+    assert "30 runs" in capsys.readouterr().out
+    new = Records(tmp_path, WORKER, SETTINGS)
+    assert new.runs(100, 0).total == 30 and new.run_state("r7").result.response == "all good"
+    assert new.approval_info("a1").decided_by == "lead" and new.spent("alpha", "2026-12-01") == (120, 0.5)
+    verified = new.verify()
+    assert verified.ok and verified.head == head and verified.entries == 61
+    new.run_started(row("after"))
+    assert new.verify().ok, "the fleet's chain continues from the moved head"
+    new.close()
+    other = Records(tmp_path / "w2", "w2", RecordsSettings())
+    other.note("agent.created", agent="alpha")
+    other.close()
+    assert move.main([str(other.path), "--dsn-env", ENV]) == 1
+    assert "cannot join it without rewriting its hashes" in capsys.readouterr().err
+    assert move.main([str(other.path), "--dsn-env", ENV, "--without-audit"]) == 0
