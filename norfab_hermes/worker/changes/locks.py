@@ -13,6 +13,7 @@ advisory locks, which end with their connection, so a killed worker's locks
 end with it.
 """
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ...errors import RecordsUnavailable
 from ...models import DeviceLock
+
+log = logging.getLogger(__name__)
 
 WAIT_STEP = 0.2  # seconds between looks at a stop while waiting
 
@@ -101,17 +104,21 @@ class FleetDeviceLocks(DeviceLocks):
         refused = super().acquire(devices, holder, wait, stopped)
         if refused:
             return refused
+        session = None
         try:
             session = self.db.hold([lock_name(d) for d in devices], deadline - time.time(), stopped)
             if session is not None:
                 for device in devices:
-                    session.execute(
+                    self.db.on(
+                        session,
                         "INSERT INTO device_locks (device, worker, run_id, agent, tool, since) VALUES "
-                        "(%s, %s, %s, %s, %s, %s) ON CONFLICT (device) DO UPDATE SET worker = excluded.worker, "
+                        "(?, ?, ?, ?, ?, ?) ON CONFLICT (device) DO UPDATE SET worker = excluded.worker, "
                         "run_id = excluded.run_id, agent = excluded.agent, tool = excluded.tool, since = excluded.since",
                         [device, self.worker, holder.run_id, holder.agent, holder.tool, holder.since],
                     )
         except RecordsUnavailable as error:
+            if session is not None:
+                self.db.release(session)
             super().release(holder)
             return f"device locks are held in the records database: {error}"
         if session is None:
@@ -149,10 +156,12 @@ class FleetDeviceLocks(DeviceLocks):
             session = self._sessions.pop(holder, None)
         if session is not None:
             try:
-                session.execute(
-                    "DELETE FROM device_locks WHERE worker = %s AND run_id = %s", [self.worker, holder.run_id]
+                self.db.on(
+                    session, "DELETE FROM device_locks WHERE worker = ? AND run_id = ?", [self.worker, holder.run_id]
                 )
-            except Exception:  # the connection broke: the locks ended with it, a stale holder row is overwritten
-                pass
+            except (
+                RecordsUnavailable
+            ):  # the connection broke: its locks ended with it; the next holder overwrites the row
+                log.warning(f"{self.worker} - Device lock holder rows of run {holder.run_id} stay until overwritten")
             self.db.release(session)
         super().release(holder)

@@ -206,6 +206,10 @@ class PgDatabase:
         raw = self._lock_connection()
         keys = [key_of(name) for name in sorted(set(names))]
         deadline = time.time() + max(wait, 0.0)
+        with self._failing():
+            return self._take(raw, keys, deadline, stopped)
+
+    def _take(self, raw: Any, keys: List[int], deadline: float, stopped: Callable[[], bool]) -> Optional[Any]:
         while True:
             taken = []
             for key in keys:
@@ -230,6 +234,11 @@ class PgDatabase:
         finally:
             if session is not None:
                 self.release(session)
+
+    def on(self, raw: Any, sql: str, params: Sequence[Any] = ()) -> None:
+        """One statement on a connection ``hold`` returned (the holder of its locks)."""
+        with self._failing():
+            raw.execute(translate(sql), list(params))
 
     def taken(self, names: Sequence[str]) -> Set[str]:
         """Which of ``names`` a session of any worker holds now."""
