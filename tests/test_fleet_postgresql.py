@@ -9,7 +9,10 @@ FakeNOS switch's own log and the nornir worker's job store.
 import contextlib
 import threading
 import time
+from dataclasses import dataclass
+from datetime import datetime
 
+import psycopg
 import pytest
 from conftest import hermes_worker, network, norfab, ok, result_of, run
 from test_changes import ENABLE_PORT, PORT_STATE, call, changes_to, device_log, switch
@@ -28,8 +31,20 @@ AGENTS = {
 }
 
 
+@dataclass
+class Fleet:
+    nf: object
+    base: object
+    dsn: str
+    processes: dict  # worker name -> its OS process
+    stack: contextlib.ExitStack  # worker processes started again, stopped with the module
+
+    def start(self, name):
+        self.processes[name] = self.stack.enter_context(worker_process(self.nf, name))
+
+
 @pytest.fixture(scope="module")
-def lab(model, postgres, tmp_path_factory):
+def fleet(model, postgres, tmp_path_factory):
     """The broker and nornir in this process; the two hermes workers each in a process of their own."""
     settings = {"records": {"backend": "postgresql", "dsn_env": DSN_ENV}}
     users = {name: hermes_worker(model.base_url, AGENTS, **settings) for name in (ONE, TWO)}
@@ -37,13 +52,15 @@ def lab(model, postgres, tmp_path_factory):
     base = tmp_path_factory.mktemp("fleet")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(DSN_ENV, postgres)  # the worker processes inherit it: the DSN never is in the inventory
-        with norfab(base, workers, files, separate=(ONE, TWO)) as nf:
-            with worker_process(nf, ONE) as one, worker_process(nf, TWO):
-                yield nf, base, one
+        with norfab(base, workers, files, separate=(ONE, TWO)) as nf, contextlib.ExitStack() as stack:
+            found = Fleet(nf, base, postgres, {}, stack)
+            found.start(ONE)
+            found.start(TWO)
+            yield found
 
 
-def test_fifty_start_runs_with_one_dedupe_key_split_across_two_workers_start_one_run(lab):
-    nf, _, _ = lab
+def test_fifty_start_runs_with_one_dedupe_key_split_across_two_workers_start_one_run(fleet):
+    nf = fleet.nf
     futures = [
         nf.client.submit_job(
             "hermes",
@@ -64,8 +81,8 @@ def test_fifty_start_runs_with_one_dedupe_key_split_across_two_workers_start_one
     assert page["total"] == 1 and page["record"]
 
 
-def test_a_daily_budget_spent_on_one_worker_stops_the_agent_on_the_other(lab):
-    nf, _, _ = lab
+def test_a_daily_budget_spent_on_one_worker_stops_the_agent_on_the_other(fleet):
+    nf = fleet.nf
     results = []
     while not results or results[-1]["stop_reason"] != "daily_budget":
         assert len(results) < 8, [r["stop_reason"] for r in results]
@@ -110,8 +127,8 @@ def until(check, timeout=60, step=0.2):
     raise AssertionError(f"{check} did not come true in {timeout}s")
 
 
-def test_a_killed_lock_holder_lets_the_other_worker_change_the_device_and_its_change_is_outcome_unknown(lab):
-    nf, base, one = lab
+def test_a_killed_lock_holder_lets_the_other_worker_change_the_device_and_its_change_is_outcome_unknown(fleet):
+    nf, base = fleet.nf, fleet.base
     threading.Thread(target=cut_change, args=(nf, ONE, SLOW), daemon=True).start()
     # ONE's lock is the fleet's: TWO shows it
     [lock] = until(lambda: ok(run(nf.client, "get_status", worker=TWO))["changes"]["locks"])
@@ -127,7 +144,7 @@ def test_a_killed_lock_holder_lets_the_other_worker_change_the_device_and_its_ch
     )
     waiting.start()
     until(lambda: changes_to(base, "sw1", clients=(ONE,)), step=0.05)  # ONE's change job is in flight
-    kill_process_group(one)
+    kill_process_group(fleet.processes[ONE])
     waiting.join(150)
     [made] = second["result"]["tool_calls"]
     assert made["change"]["outcome"] == "verified", made
@@ -146,7 +163,52 @@ def test_a_killed_lock_holder_lets_the_other_worker_change_the_device_and_its_ch
     briefing = Hermes(nf.client).handover("alarm", agents=["ops"], since="1h", workers=[TWO])["result"]
     assert cut["run_id"] in [r["run_id"] for m in briefing["material"] for r in m["record_runs"]]
     # ONE comes back: its change in flight is recorded outcome_unknown, read from either worker
-    with worker_process(nf, ONE):
-        ended = ok(run(nf.client, "get_run", worker=TWO, agent="ops", run_id=cut["run_id"]))
-        assert ended["stop_reason"] == "outcome_unknown"
-        assert ok(run(nf.client, "get_status", worker=ONE))["changes"]["outcome_unknown"]
+    fleet.start(ONE)
+    ended = ok(run(nf.client, "get_run", worker=TWO, agent="ops", run_id=cut["run_id"]))
+    assert ended["stop_reason"] == "outcome_unknown"
+    assert ok(run(nf.client, "get_status", worker=ONE))["changes"]["outcome_unknown"]
+
+
+def history(nf, worker, schedule_id):
+    kwargs = dict(agent="alarm", action="history", schedule_id=schedule_id, limit=200)
+    return ok(run(nf.client, "schedule", worker=worker, **kwargs))
+
+
+def claimed(dsn):
+    with psycopg.connect(dsn) as db:
+        return db.execute(
+            "SELECT due, worker FROM schedule_occurrences WHERE name = 'core-watch' ORDER BY due"
+        ).fetchall()
+
+
+def test_a_grouped_schedule_runs_each_occurrence_once_and_fails_over_when_its_runner_dies(fleet):
+    """20 occurrences of a schedule both workers hold in group 'core': one worker runs each; TWO killed
+    midway, ONE runs the next occurrence and every one after; no occurrence runs twice."""
+    nf = fleet.nf
+    definition = {"name": "core-watch", "prompt": "WATCH core", "schedule": "* * * * * *", "group": "core"}
+    ids = {
+        worker: ok(run(nf.client, "schedule", worker=worker, agent="alarm", action="create", definition=definition))
+        for worker in (ONE, TWO)
+    }
+    ids = {worker: created["schedules"][0]["schedule_id"] for worker, created in ids.items()}
+    until(lambda: {w for _, w in claimed(fleet.dsn)} == {ONE, TWO}, timeout=30)  # both members take turns
+    kill_process_group(fleet.processes[TWO])
+    killed = time.time()
+    until(lambda: len(claimed(fleet.dsn)) >= 20, timeout=60)
+    ok(run(nf.client, "schedule", worker=ONE, agent="alarm", action="pause", schedule_id=ids[ONE]))
+    time.sleep(2)  # the last claimed occurrence's run is recorded
+    occurrences = claimed(fleet.dsn)
+    after = [w for due, w in occurrences if datetime.fromisoformat(due).timestamp() > killed + 1]
+    assert after and set(after) == {ONE}, "every occurrence after the kill runs on the live member"
+    runs = [
+        r
+        for schedule_id in ids.values()
+        for res in Hermes(nf.client).runs(agent="alarm", schedule_id=schedule_id, limit=200).values()
+        for r in ok(res)["runs"]
+    ]
+    # one run per claimed occurrence, none twice; the killed member may have claimed one it never started
+    assert len(occurrences) - 1 <= len(runs) <= len(occurrences), (len(runs), occurrences)
+    seen = history(nf, ONE, ids[ONE])["history"]
+    dues = [entry["due"] for entry in seen if entry["status"] != "missed"]
+    assert len(dues) == len(set(dues)), "ONE's history lists each occurrence once"
+    assert {entry["worker"] for entry in seen} == {ONE, TWO}, "its history says which worker ran each"

@@ -590,6 +590,21 @@ class ScheduleDefinition(StrictModel):
     response_schema: Union[None, Dict[StrictStr, Any]] = Field(
         None, description="JSON schema every run's answer is checked against (structured_response in history)"
     )
+    group: Union[None, StrictStr] = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="Workers sharing the PostgreSQL record that each hold this schedule (same agent and name): "
+        "each due occurrence runs on one of them, the first to claim it",
+    )
+
+    @model_validator(mode="after")
+    def _aligned(self) -> "ScheduleDefinition":
+        if self.group and self.schedule and self.schedule.strip().lower().startswith("every"):
+            raise ValueError(
+                f"definition.schedule: a grouped schedule needs a cron expression (e.g. '*/5 * * * *'), not "
+                f"'{self.schedule}': its occurrences must fall at the same times on every member of group '{self.group}'"
+            )
+        return self
 
     @field_validator("observe_for")
     @classmethod

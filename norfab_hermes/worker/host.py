@@ -122,7 +122,9 @@ class HermesHost(HostOperations):
             inventory.evidence_retention_days,
             lambda run: run.session_id or self.sessions.current(run.agent, run.chat_id),
         )
-        self.schedules = Schedules(worker_name, self.catalog, self.runtime, self.pipeline.run_scheduled, self.evidence)
+        self.schedules = Schedules(
+            worker_name, self.catalog, self.runtime, self.pipeline.run_scheduled, self.evidence, self.records.claim
+        )
         self.memory = AgentMemory(worker_name, self.catalog.home, self.catalog.secrets)
         self.handover = Handover(
             worker_name,

@@ -25,7 +25,7 @@ import time
 from importlib import resources
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from ...errors import RecordsUnavailable
+from ...errors import InventoryError, RecordsUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +89,21 @@ class Connection:
         return self.raw.execute(translate(sql), list(params))
 
 
+def driver() -> Any:
+    """psycopg, the worker's postgresql extra (a SQLite worker never imports it)."""
+    try:
+        import psycopg
+    except ImportError:
+        raise InventoryError(
+            "records.backend: postgresql needs the psycopg driver on the hermes worker: install it with "
+            "'uv pip install --override worker-overrides.txt \"norfab-hermes[worker,postgresql]\"'"
+        ) from None
+    return psycopg
+
+
 def connect(dsn: str, source: str) -> Any:
     """A new autocommit connection; RecordsUnavailable naming ``source`` (the DSN's variable) when it fails."""
-    import psycopg  # the worker's postgresql extra: a SQLite worker never imports it
-
+    psycopg = driver()
     try:
         raw = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT, row_factory=row_factory)
         # a commit does not wait for its WAL flush: a worker killed loses nothing, a server crash at most the
@@ -183,8 +194,7 @@ class PgDatabase:
 
     @contextlib.contextmanager
     def _failing(self) -> Iterator[None]:
-        import psycopg
-
+        psycopg = driver()
         try:
             yield
         except psycopg.OperationalError as error:

@@ -36,7 +36,7 @@ from ...models import (
     StopReason,
     ToolCallSummary,
 )
-from . import approvals, audit, runs, usage
+from . import approvals, audit, occurrences, runs, usage
 from .db import RECORDS_FILE, Database
 from .runs import RunRow, iso
 
@@ -55,7 +55,7 @@ MID_CHANGE_NOTE = (
 def open_database(root: Path, worker: str, settings: RecordsSettings) -> Any:
     """The backend the settings name: the worker's SQLite file, or the fleet's PostgreSQL."""
     if settings.backend == "sqlite":
-        schemas = [runs.SCHEMA, approvals.SCHEMA, audit.SCHEMA, usage.SCHEMA]
+        schemas = [runs.SCHEMA, approvals.SCHEMA, audit.SCHEMA, usage.SCHEMA, occurrences.SCHEMA]
         return Database(Path(root) / RECORDS_FILE, schemas, [runs.upgrade])
     dsn = os.environ.get(settings.dsn_env or "")
     if not dsn:
@@ -190,6 +190,11 @@ class Records:
     def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
         with self.db.transaction() as db:
             return usage.add(db, agent, day, tokens, cost)
+
+    def claim(self, group: str, agent: str, name: str, due: str) -> str:
+        """The worker that runs this due occurrence of a grouped schedule (this one, when it claimed it first)."""
+        with self.db.transaction() as db:
+            return occurrences.claim(db, group, agent, name, due, self.worker)
 
     # --------------------------------------------------------------- reads
 
@@ -331,6 +336,7 @@ class Records:
                 gone = runs.prune(db, cutoff.timestamp(), self.settings.keep_runs)
                 gone_approvals = approvals.prune(db)
                 usage.prune(db, cutoff.strftime("%Y-%m-%d"))
+                occurrences.prune(db, cutoff.timestamp())
                 gone_entries = audit.prune(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
                 if gone or gone_entries:
                     self._append(
