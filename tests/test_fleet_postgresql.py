@@ -9,6 +9,7 @@ FakeNOS switch's own log and the nornir worker's job store.
 import contextlib
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -39,8 +40,14 @@ class Fleet:
     processes: dict  # worker name -> its OS process
     stack: contextlib.ExitStack  # worker processes started again, stopped with the module
 
-    def start(self, name):
-        self.processes[name] = self.stack.enter_context(worker_process(self.nf, name))
+    def start(self, *names):
+        """Start the workers side by side (each imports Hermes: seconds of CPU)."""
+        managers = [worker_process(self.nf, name) for name in names]
+        with ThreadPoolExecutor(len(names)) as pool:
+            started = list(pool.map(lambda manager: manager.__enter__(), managers))
+        for name, manager, process in zip(names, managers, started):
+            self.stack.push(manager.__exit__)
+            self.processes[name] = process
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +61,7 @@ def fleet(model, postgres, tmp_path_factory):
         patch.setenv(DSN_ENV, postgres)  # the worker processes inherit it: the DSN never is in the inventory
         with norfab(base, workers, files, separate=(ONE, TWO)) as nf, contextlib.ExitStack() as stack:
             found = Fleet(nf, base, postgres, {}, stack)
-            found.start(ONE)
-            found.start(TWO)
+            found.start(ONE, TWO)
             yield found
 
 

@@ -69,9 +69,6 @@ class Row(tuple):
     def __getitem__(self, key: Any) -> Any:
         return super().__getitem__(self.names[key] if isinstance(key, str) else key)
 
-    def keys(self) -> List[str]:
-        return list(self.names)
-
 
 def row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
     names = {column.name: index for index, column in enumerate(cursor.description or [])}
@@ -133,7 +130,7 @@ class PgDatabase:
         self.dsn, self.source = dsn, source
         self._lock = threading.RLock()
         self._raw = connect(dsn, source)
-        self.version = self._migrate()
+        self._migrate()
         with self.reading() as db:
             self.record_id = db.execute("SELECT value FROM record_meta WHERE name = 'record_id'").fetchone()[0]
         self._idle: List[Any] = []  # connections of released advisory locks, for the next holder
@@ -143,15 +140,16 @@ class PgDatabase:
     def path(self) -> str:
         return f"postgresql ({self.source})"
 
-    def _migrate(self) -> int:
-        """Apply the migrations the database lacks; its schema version after it."""
+    def _migrate(self) -> None:
+        """Apply the migrations the database lacks."""
         raw = self._raw
         raw.execute("SELECT pg_advisory_lock(%s, 0)", [MIGRATION_LOCK])  # workers starting together wait here
         try:
-            raw.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version "
-                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied TIMESTAMPTZ NOT NULL DEFAULT now())"
-            )
+            if raw.execute("SELECT to_regclass('schema_version')").fetchone()[0] is None:  # a role without CREATE
+                raw.execute(  # may run a database whose schema is applied: it creates nothing then
+                    "CREATE TABLE schema_version "
+                    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied TIMESTAMPTZ NOT NULL DEFAULT now())"
+                )
             current = raw.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
             if current > SCHEMA_VERSION:
                 raise RecordsUnavailable(
@@ -165,8 +163,6 @@ class PgDatabase:
                         raw.execute(sql)
                         raw.execute("INSERT INTO schema_version (version, name) VALUES (%s, %s)", [version, name])
                     log.info(f"Records database {self.source}: applied schema migration {name}")
-                    current = version
-            return current
         finally:
             raw.execute("SELECT pg_advisory_unlock(%s, 0)", [MIGRATION_LOCK])
 
