@@ -217,4 +217,7 @@ def test_a_grouped_schedule_runs_each_occurrence_once_and_fails_over_when_its_ru
     seen = history(nf, ONE, ids[ONE])["history"]
     dues = [entry["due"] for entry in seen if entry["status"] != "missed"]
     assert len(dues) == len(set(dues)), "ONE's history lists each occurrence once"
-    assert {entry["worker"] for entry in seen} == {ONE, TWO}, "its history says which worker ran each"
+    assert {r["worker"] for r in runs} == {ONE, TWO}, "each member ran some occurrences"
+    # an occurrence that fell due while ONE's previous run still ran is not ticked there (Hermes skips it)
+    ran = [entry for entry in seen if entry["status"] != "missed"]
+    assert all(entry["worker"] == ONE or entry["status"] == "skipped" for entry in ran), "history names the runner"
