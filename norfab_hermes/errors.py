@@ -101,6 +101,13 @@ class OverBudget(HermesError):
     code = "over_budget"
 
 
+class RecordsUnavailable(HermesError):
+    """The shared records database (records.backend postgresql) does not answer, or its schema is
+    newer than this worker: what needs a record or a device lock is refused until it does."""
+
+    code = "records_unavailable"
+
+
 RUN_FINISHED = "run_finished"  # the run exists on this worker and has ended (UnknownRun with this code)
 # codes that mean "not this worker's": a client asking every worker keeps looking
 NOT_HERE = {UnknownRun.code, UnknownApproval.code, UnknownOutcome.code}

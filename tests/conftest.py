@@ -25,7 +25,15 @@ import pytest
 
 from norfab_hermes.testing.embedded import free_port, hermes_worker, network, wait_for_workers  # noqa: F401
 from norfab_hermes.testing.embedded import running_norfab as norfab  # noqa: F401
+from norfab_hermes.testing.postgres import postgres_server
 from norfab_hermes.testing.scripted_model import ScriptedModelServer
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    """A PostgreSQL server of the test module's own (norfab_hermes.testing.postgres); yields its DSN."""
+    with postgres_server() as dsn:
+        yield dsn
 
 
 @pytest.fixture(scope="module")

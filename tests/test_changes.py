@@ -170,13 +170,13 @@ def lab(model, tmp_path_factory):
 app = test_shell.app  # nfcli's shell with the hermes plugin mounted, over this module's nf
 
 
-def jobs(base, worker="nornir-worker-1"):
-    """(uuid, task, kwargs) of the jobs a network worker received from the agents' side, in order."""
+def jobs(base, worker="nornir-worker-1", clients=("hermes-worker-1", "workflow-worker-1")):
+    """(uuid, task, kwargs) of the jobs a network worker received from the agents' side (``clients``), in order."""
     with sqlite3.connect(base / f"__norfab__/files/worker/{worker}/{worker}.db") as db:
         rows = db.execute("SELECT uuid, task, kwargs, client_address FROM jobs ORDER BY rowid").fetchall()
     found = []
     for uuid, task, blob, client in rows:
-        if client.startswith(("hermes-worker-1", "workflow-worker-1")):
+        if client.startswith(clients):
             try:
                 kwargs = json.loads(zlib.decompress(blob))
             except zlib.error:
@@ -185,9 +185,9 @@ def jobs(base, worker="nornir-worker-1"):
     return found
 
 
-def changes_to(base, host):
+def changes_to(base, host, **clients):
     """The configuration jobs (not dry runs) sent to ``host``."""
-    return [j for j in jobs(base) if j[1] == "cfg" and j[2].get("FB") == host and not j[2].get("dry_run")]
+    return [j for j in jobs(base, **clients) if j[1] == "cfg" and j[2].get("FB") == host and not j[2].get("dry_run")]
 
 
 def device(nf, host, *commands):

@@ -220,12 +220,28 @@ class HandoverFinding(StrictModel):
     criteria: List[CriterionResult] = Field([], description="Acceptance criteria checked on that run")
 
 
+class HandoverRun(StrictModel):
+    """A run of another worker, from the fleet's shared record."""
+
+    run_id: StrictStr = Field(..., description="Run id")
+    agent: StrictStr = Field(..., description="Agent name")
+    worker: StrictStr = Field(..., description="Worker that ran it")
+    ending: StrictStr = Field(..., description="Its stop reason, or its state while it runs")
+    started: StrictStr = Field(..., description="ISO time it started")
+    session_id: Union[None, StrictStr] = Field(None, description="Its session, on its worker")
+    request: StrictStr = Field("", description="What it was asked (a preview)")
+    answer: StrictStr = Field("", description="What it answered (a preview)")
+
+
 class HandoverMaterial(StrictModel):
     worker: StrictStr = Field(..., description="Worker the material is from")
     since: StrictStr = Field(..., description="ISO time the material starts at")
     sessions: List[HandoverSession] = Field([], description="Sessions active since then, newest first")
     findings: List[HandoverFinding] = Field([], description="Scheduled findings since then, one per schedule")
     case_id: Union[None, StrictStr] = Field(None, description="The case the material is of, when one was asked for")
+    record_runs: List[HandoverRun] = Field(
+        [], description="Other workers' runs since then in the fleet's shared record (also of workers that are down)"
+    )
 
 
 class HandoverBriefing(StrictModel):

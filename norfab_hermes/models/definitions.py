@@ -403,11 +403,29 @@ class AgentReference(StrictModel):
 
 
 class RecordsSettings(StrictModel):
-    """How long the worker keeps its run records, approvals and audit log (norfab_records.db)."""
+    """Where the worker keeps its run records, approvals, usage and audit log, and for how long."""
 
+    backend: Literal["sqlite", "postgresql"] = Field(
+        "sqlite",
+        description="sqlite: the worker's own norfab_records.db; postgresql: one database shared by the fleet",
+    )
+    dsn_env: Union[None, StrictStr] = Field(
+        None,
+        description="postgresql: the environment variable holding the connection string (never the inventory)",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+    )
     keep_days: PositiveInt = Field(90, description="Records older than this many days are deleted")
     keep_runs: PositiveInt = Field(100000, description="At most this many run records; the oldest go first")
     keep_audit: PositiveInt = Field(1000000, description="At most this many audit entries; the oldest go first")
+
+    @model_validator(mode="after")
+    def _dsn_for_postgresql(self) -> "RecordsSettings":
+        if self.backend == "postgresql" and not self.dsn_env:
+            raise ValueError(
+                "records.dsn_env: backend postgresql needs the name of the environment variable that holds its "
+                "connection string, e.g. dsn_env: NORFAB_HERMES_PG_DSN"
+            )
+        return self
 
 
 class HermesInventory(StrictModel):
@@ -572,6 +590,21 @@ class ScheduleDefinition(StrictModel):
     response_schema: Union[None, Dict[StrictStr, Any]] = Field(
         None, description="JSON schema every run's answer is checked against (structured_response in history)"
     )
+    group: Union[None, StrictStr] = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="Workers sharing the PostgreSQL record that each hold this schedule (same agent and name): "
+        "each due occurrence runs on one of them, the first to claim it",
+    )
+
+    @model_validator(mode="after")
+    def _aligned(self) -> "ScheduleDefinition":
+        if self.group and self.schedule and self.schedule.strip().lower().startswith("every"):
+            raise ValueError(
+                f"definition.schedule: a grouped schedule needs a cron expression (e.g. '*/5 * * * *'), not "
+                f"'{self.schedule}': its occurrences must fall at the same times on every member of group '{self.group}'"
+            )
+        return self
 
     @field_validator("observe_for")
     @classmethod

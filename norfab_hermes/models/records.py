@@ -93,10 +93,17 @@ class RunSummary(StrictModel):
     provenance: Union[None, Provenance] = Field(None, description="Model, versions and definition digest of the run")
 
 
+SHARED_RECORD = (
+    "Id of the fleet's shared record (PostgreSQL) that answered, holding every worker's runs and one audit chain; "
+    "None: the worker's own record"
+)
+
+
 class RunsPage(StrictModel):
     runs: List[RunSummary] = Field([], description="Runs, newest first")
     total: int = Field(0, description="Runs matching the filters on this worker")
     next_offset: Union[None, int] = Field(None, description="Offset of the next page; None on the last one")
+    record: Union[None, StrictStr] = Field(None, description=SHARED_RECORD)
 
 
 class AuditEntry(StrictModel):
@@ -115,6 +122,7 @@ class AuditEntry(StrictModel):
 class AuditPage(StrictModel):
     entries: List[AuditEntry] = Field([], description="Entries, oldest first")
     next_after: Union[None, int] = Field(None, description="after of the next page; None on the last one")
+    record: Union[None, StrictStr] = Field(None, description=SHARED_RECORD)
 
 
 class AuditVerifyData(StrictModel):
@@ -125,6 +133,7 @@ class AuditVerifyData(StrictModel):
     last_seq: Union[None, int] = Field(None, description="Last entry")
     head: Union[None, StrictStr] = Field(None, description="Hash of the last entry: keep it to prove the log later")
     problems: List[StrictStr] = Field([], description="What is wrong, entry by entry")
+    record: Union[None, StrictStr] = Field(None, description=SHARED_RECORD)
 
 
 class GetRunsResult(Result):

@@ -358,6 +358,7 @@ class ScheduleRun(StrictModel):
     criteria: List[CriterionResult] = Field([], description="The acceptance criteria, each met or not")
     artifacts: List[ArtifactSummary] = Field([], description="Every tool result the run received, kept as evidence")
     structured_response: Any = Field(None, description="The answer checked against the schedule's response_schema")
+    worker: Union[None, StrictStr] = Field(None, description="Worker that ran it (of a grouped schedule: one member)")
 
 
 class ScheduleResultData(StrictModel):

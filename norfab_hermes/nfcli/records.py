@@ -101,6 +101,7 @@ def runs_view(
     found: List[tuple] = []
     problems: List[RenderableType] = []
     more = False
+    shared = [worker for worker, res in sorted(replies.items()) if records.record_of(res)]
     for worker, res in sorted(replies.items()):
         problem = failed(res)
         if problem:
@@ -108,9 +109,9 @@ def runs_view(
             continue
         page = RunsPage.model_validate(res["result"])
         more = more or page.next_offset is not None
-        found += [(worker, run) for run in page.runs]
+        found += [(run.worker, run) for run in page.runs]
     found.sort(key=lambda item: item[1].started, reverse=True)
-    several = len(replies) > 1
+    several = len(replies) > 1 or bool(shared)
     cased = any(run.case_id for _, run in found)  # a case column only when some run has a case
     columns = (["worker"] if several else []) + ["run", "agent", *(["case"] if cased else [])]
     columns += ["started", "ended", "tokens", "asked"]
@@ -119,6 +120,8 @@ def runs_view(
     answered = len(problems) < len(replies)
     view = table(title, columns, rows, drop=["tokens", "started", "case"], text={"asked": CLIP})
     parts: List[RenderableType] = [*problems, *([view] if answered else [])]
+    if shared:
+        parts.append(hint(f"from the fleet's shared record, answered by {', '.join(shared)}: every worker's runs"))
     if found:
         worker, newest = found[0]
         parts.append(hint(f"read one: hermes run {newest.agent} {newest.run_id} workers {worker}"))
@@ -144,6 +147,7 @@ def export(routes: Router, workers: Optional[str], filters: Dict[str, Any], path
     """``hermes audit export``: every matching entry of every selected worker, oldest first per worker."""
     lines: List[str] = []
     counts: Dict[str, int] = {}
+    shared: set = set()  # records read already: the workers sharing one give one chain
     for worker in routes.select(workers):
         after = 0
         while True:
@@ -152,6 +156,10 @@ def export(routes: Router, workers: Optional[str], filters: Dict[str, Any], path
             if problem:
                 return Text.assemble(f"{worker}: ", problem)
             page = AuditPage.model_validate(res["result"])
+            if after == 0 and page.record is not None:
+                if page.record in shared:
+                    break
+                shared.add(page.record)
             lines += [entry.model_dump_json() for entry in page.entries]
             counts[worker] = counts.get(worker, 0) + len(page.entries)
             if page.next_after is None:
@@ -177,7 +185,8 @@ def verify_view(replies: Dict[str, dict]) -> RenderableType:
         found = AuditVerifyData.model_validate(res["result"])
         span = f"{found.first_seq}-{found.last_seq}" if found.entries else "-"
         intact = Text("yes", style="green") if found.ok else Text("NO", style="bold red")
-        rows.append([worker, intact, found.entries, span, found.head])
+        where = f"{worker} (the fleet's shared record)" if found.record else worker
+        rows.append([where, intact, found.entries, span, found.head])
         problems += [Text(f"{worker}: {problem}", style="red") for problem in found.problems]
     columns = ["worker", "intact", "entries", "seq", "head"]
     parts: List[RenderableType] = [

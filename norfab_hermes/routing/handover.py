@@ -62,7 +62,24 @@ def instructions(material: List[HandoverMaterial], since: str, request: str, cas
             lines += _finding(item) + [""]
         if not (worker.sessions or worker.findings):
             lines += ["Nothing since then.", ""]
+    lines += _unanswered_runs(material)
     return "\n".join(lines + [BRIEF, request])
+
+
+def _unanswered_runs(material: List[HandoverMaterial]) -> List[str]:
+    """Runs the shared record holds of workers that gave no material (down, or not asked), each once."""
+    answered = {m.worker for m in material}
+    runs = {r.run_id: r for m in material for r in m.record_runs if r.worker not in answered}
+    if not runs:
+        return []
+    lines = ["## Runs of workers that did not answer, from the fleet's shared record", ""]
+    for r in sorted(runs.values(), key=lambda r: r.started, reverse=True):
+        session = f", session {r.session_id}" if r.session_id else ""
+        lines.append(
+            f"- Run {r.run_id} of agent {r.agent} on {r.worker} ({r.ending}, started {r.started}{session}): "
+            f'asked "{r.request}"; answered "{r.answer}"'
+        )
+    return lines + [""]
 
 
 def handover(

@@ -1,9 +1,12 @@
 """
 Records are each hermes worker's own (``get_runs``, ``get_audit``,
 ``verify_audit``): the selected workers answer for themselves, by worker.
+Workers sharing one record (``records.backend: postgresql``) each answer for
+the whole fleet, including workers that are down: their answers name the
+record, and one answer per record is kept.
 """
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from .router import Router, RoutingError, Selector
 
@@ -12,7 +15,8 @@ VERIFY_TIMEOUT = 120  # seconds: a worker checks every hash of its audit log
 
 def runs(routes: Router, workers: Selector = None, **filters: Any) -> Dict[str, dict]:
     """``get_runs`` Result dicts of the selected workers, by worker (filters left out when None)."""
-    return routes.call("get_runs", routes.select(workers), {k: v for k, v in filters.items() if v is not None})
+    kwargs = {k: v for k, v in filters.items() if v is not None}
+    return one_per_record(routes.call("get_runs", routes.select(workers), kwargs))
 
 
 def audit(routes: Router, worker: str, after: int = 0, **filters: Any) -> dict:
@@ -26,4 +30,22 @@ def audit(routes: Router, worker: str, after: int = 0, **filters: Any) -> dict:
 
 def verify_audit(routes: Router, workers: Selector = None) -> Dict[str, dict]:
     """``verify_audit`` Result dicts of the selected workers, by worker."""
-    return routes.call("verify_audit", routes.select(workers), timeout=max(routes.timeout, VERIFY_TIMEOUT))
+    replies = routes.call("verify_audit", routes.select(workers), timeout=max(routes.timeout, VERIFY_TIMEOUT))
+    return one_per_record(replies)
+
+
+def record_of(res: Optional[dict]) -> Optional[str]:
+    """The shared record a Result dict answered from; None for a worker's own record or a failure."""
+    result = (res or {}).get("result")
+    return result.get("record") if isinstance(result, dict) and not res.get("failed") else None
+
+
+def one_per_record(replies: Dict[str, dict]) -> Dict[str, dict]:
+    """The replies, those of workers sharing a record counted once (the first worker's, by name)."""
+    seen, kept = set(), {}
+    for worker, res in sorted(replies.items()):
+        record = record_of(res)
+        if record is None or record not in seen:
+            kept[worker] = res
+            seen.add(record)
+    return kept

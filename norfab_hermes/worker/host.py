@@ -40,7 +40,7 @@ from .runs.pipeline import RunPipeline
 from .runs.recording import RunRecorder
 from .runs.registry import RunRegistry
 from .runs.run import Run
-from .runs.storm import Storm
+from .runs.storm import Storm, unshared
 from .schedules.ticker import Schedules
 from .sessions.store import Sessions
 from .tools.change import ChangeRunner
@@ -113,7 +113,7 @@ class HermesHost(HostOperations):
             self.tools,
             self.delegator,
             self.stopping,
-            Storm(worker_name, self.records.deduplicate),
+            Storm(worker_name, self.records.deduplicate, self.records.db.holding if self.records.shared else unshared),
             self.daily,
             self.note,
         )
@@ -122,7 +122,9 @@ class HermesHost(HostOperations):
             inventory.evidence_retention_days,
             lambda run: run.session_id or self.sessions.current(run.agent, run.chat_id),
         )
-        self.schedules = Schedules(worker_name, self.catalog, self.runtime, self.pipeline.run_scheduled, self.evidence)
+        self.schedules = Schedules(
+            worker_name, self.catalog, self.runtime, self.pipeline.run_scheduled, self.evidence, self.records.claim
+        )
         self.memory = AgentMemory(worker_name, self.catalog.home, self.catalog.secrets)
         self.handover = Handover(
             worker_name,
@@ -146,7 +148,7 @@ class HermesHost(HostOperations):
                 self.sessions, self.schedules, self.evidence, self.catalog.known, self.catalog.secrets
             ),
         )
-        self.changes = ChangeControl(root, worker_name)
+        self.changes = ChangeControl(root, worker_name, self.records.db)
         self.tool_runner.changes = ChangeRunner(
             self.tool_runner, self.changes, self.tools.get, self.change_policy, worker_name
         )

@@ -5,7 +5,14 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from norfab_hermes.errors import InvalidRequest
-from norfab_hermes.models import CriterionResult, HandoverAction, HandoverFinding, HandoverMaterial, HandoverSession
+from norfab_hermes.models import (
+    CriterionResult,
+    HandoverAction,
+    HandoverFinding,
+    HandoverMaterial,
+    HandoverRun,
+    HandoverSession,
+)
 from norfab_hermes.routing.handover import BRIEF, DEFAULT_REQUEST, instructions
 from norfab_hermes.worker.handover.material import since_time
 
@@ -59,3 +66,21 @@ def test_the_writer_is_given_every_reference_and_the_request_last():
     assert "Run r9, session s9, NorFab jobs: j9" in text
     assert "Criterion NOT met: up (Idle)" in text
     assert text.splitlines()[-2:] == [BRIEF, DEFAULT_REQUEST]
+
+
+def test_runs_of_workers_that_did_not_answer_come_from_the_shared_record_once():
+    """Both answering workers carry the dead worker's run from the shared record: the writer reads it once;
+    an answering worker's own runs are in its material already."""
+    dead = HandoverRun(
+        run_id="r9", agent="ops", worker="w3", ending="running", started="2026-11-30T08:00:00+00:00", request="fix r1"
+    )
+    alive = dead.model_copy(update={"run_id": "r8", "worker": "w2"})
+    material = [
+        HandoverMaterial(worker="w1", since="2026-11-30T06:00:00+00:00", record_runs=[dead, alive]),
+        HandoverMaterial(worker="w2", since="2026-11-30T06:00:00+00:00", record_runs=[dead]),
+    ]
+    text = instructions(material, "2026-11-30T06:00:00+00:00", DEFAULT_REQUEST)
+    assert "## Runs of workers that did not answer, from the fleet's shared record" in text
+    assert text.count("Run r9 of agent ops on w3 (running") == 1 and "Run r8" not in text
+    alone = [HandoverMaterial(worker="w1", since="2026-11-30T06:00:00+00:00")]
+    assert "did not answer" not in instructions(alone, "2026-11-30T06:00:00+00:00", DEFAULT_REQUEST)

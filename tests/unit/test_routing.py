@@ -12,6 +12,7 @@ from norfab_hermes.routing import (
     Target,
     invoke_job_timeout,
 )
+from norfab_hermes.routing.records import one_per_record
 
 from .fakes import FakeClient, FakeWorker, unknown_here
 
@@ -276,3 +277,12 @@ def test_the_invoke_job_timeout_outlasts_the_run_budget():
     assert invoke_job_timeout(45) == 45 + JOB_MARGIN
     assert invoke_job_timeout(None) == INVOKE_JOB_TIMEOUT
     assert INVOKE_JOB_TIMEOUT > 300  # above the default run_timeout of an agent
+
+
+def test_workers_sharing_one_record_answer_once():
+    """Replies naming one shared record count once (the first worker's); a worker's own record always counts."""
+    shared = {"failed": False, "result": {"runs": [], "record": "rec-1"}}
+    own = {"failed": False, "result": {"runs": []}}
+    down = {"failed": True, "errors": ["no answer"], "result": {"code": "records_unavailable"}}
+    kept = one_per_record({"w2": shared, "w1": shared, "w3": own, "w4": down})
+    assert sorted(kept) == ["w1", "w3", "w4"]

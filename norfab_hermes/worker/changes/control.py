@@ -4,12 +4,12 @@ tools that change devices and the tasks that show and reset it.
 """
 
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ...models import BreakerState, ChangePolicy, ChangesStatus, OutcomeUnknown
 from .breakers import Breakers
 from .limits import ChangeLimits
-from .locks import DeviceLocks
+from .locks import DeviceLocks, FleetDeviceLocks
 from .outcomes import Outcomes
 
 FOLDER = "norfab_changes"  # under the instance root
@@ -18,9 +18,11 @@ FOLDER = "norfab_changes"  # under the instance root
 class ChangeControl:
     """Device locks, windows and limits, breakers and unknown outcomes of one worker."""
 
-    def __init__(self, root: Path, worker_name: str) -> None:
+    def __init__(self, root: Path, worker_name: str, records_db: Any = None) -> None:
+        """``records_db``: the records' database; a shared one (PostgreSQL) holds the device locks of the fleet."""
         folder = Path(root) / FOLDER
-        self.locks = DeviceLocks()
+        shared = records_db is not None and records_db.shared
+        self.locks = FleetDeviceLocks(records_db, worker_name) if shared else DeviceLocks()
         self.limits = ChangeLimits(folder / "changes_made.json")
         self.breakers = Breakers(folder / "breakers.json")
         self.outcomes = Outcomes(folder, worker_name)

@@ -1,21 +1,29 @@
 """
-One change per device at a time, across the runs and agents of one worker.
+One change per device at a time, across the runs and agents of one worker,
+and with the PostgreSQL record across the workers of the fleet.
 
 A change takes the locks of every device it names, all or none, before its
 preview and keeps them until it is verified (or rolled back), so no other
-change of this worker touches those devices in between. A change that finds
-a device locked waits, within its budget, and is refused naming the holder.
-The locks live in this worker's memory: another hermes worker does not see
-them (NorFab 0.25 has no lock across workers; see docs/safety.md).
+change touches those devices in between. A change that finds a device
+locked waits, within its budget, and is refused naming the holder.
+``DeviceLocks`` live in this worker's memory: with the SQLite record another
+hermes worker does not see them (NorFab 0.25 has no lock across workers).
+``FleetDeviceLocks`` take them in the shared record as well: session
+advisory locks, which end with their connection, so a killed worker's locks
+end with it.
 """
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
+from ...errors import RecordsUnavailable
 from ...models import DeviceLock
+
+log = logging.getLogger(__name__)
 
 WAIT_STEP = 0.2  # seconds between looks at a stop while waiting
 
@@ -32,6 +40,11 @@ class Holder:
     def describe(self) -> str:
         taken = datetime.fromtimestamp(self.since, timezone.utc).isoformat(timespec="seconds")
         return f"run {self.run_id} of agent '{self.agent}' ({self.tool}, since {taken})"
+
+
+def shown(device: str, h: Holder) -> DeviceLock:
+    since = datetime.fromtimestamp(h.since, timezone.utc).isoformat(timespec="seconds")
+    return DeviceLock(device=device, run_id=h.run_id, agent=h.agent, tool=h.tool, since=since)
 
 
 class DeviceLocks:
@@ -65,14 +78,90 @@ class DeviceLocks:
     def held(self, agent: Optional[str] = None) -> List[DeviceLock]:
         with self._changed:
             held = sorted(self._held.items())
+        return [shown(device, h) for device, h in held if agent in (None, h.agent)]
+
+
+def lock_name(device: str) -> str:
+    return f"device:{device}"
+
+
+class FleetDeviceLocks(DeviceLocks):
+    """
+    Device locks of a fleet: this worker's, then the shared record's.
+
+    Args:
+        db: the PostgreSQL record (``records.pg.PgDatabase``).
+        worker: this worker's name, in the holders the others read.
+    """
+
+    def __init__(self, db: Any, worker: str) -> None:
+        super().__init__()
+        self.db, self.worker = db, worker
+        self._sessions: Dict[Holder, Any] = {}  # holder -> the connection holding its advisory locks
+
+    def acquire(self, devices: List[str], holder: Holder, wait: float, stopped: Callable[[], bool]) -> Optional[str]:
+        deadline = time.time() + max(wait, 0.0)
+        refused = super().acquire(devices, holder, wait, stopped)
+        if refused:
+            return refused
+        session = None
+        try:
+            session = self.db.hold([lock_name(d) for d in devices], deadline - time.time(), stopped)
+            if session is not None:
+                for device in devices:
+                    self.db.on(
+                        session,
+                        "INSERT INTO device_locks (device, worker, run_id, agent, tool, since) VALUES "
+                        "(?, ?, ?, ?, ?, ?) ON CONFLICT (device) DO UPDATE SET worker = excluded.worker, "
+                        "run_id = excluded.run_id, agent = excluded.agent, tool = excluded.tool, since = excluded.since",
+                        [device, self.worker, holder.run_id, holder.agent, holder.tool, holder.since],
+                    )
+        except RecordsUnavailable as error:
+            if session is not None:
+                self.db.release(session)
+            super().release(holder)
+            return f"device locks are held in the records database: {error}"
+        if session is None:
+            super().release(holder)
+            return self._busy(devices, wait)
+        with self._changed:
+            self._sessions[holder] = session
+        return None
+
+    def _busy(self, devices: List[str], wait: float) -> str:
+        """Why the fleet refused: the holder another worker wrote, when it is still there."""
+        with self.db.reading() as db:
+            marks = ", ".join("?" * len(devices))
+            row = db.execute(
+                f"SELECT * FROM device_locks WHERE device IN ({marks}) ORDER BY device", devices
+            ).fetchone()
+        if row is None:
+            return f"device {devices[0]} is being changed by another hermes worker; waited {wait:.0f}s"
+        other = Holder(row["run_id"], row["agent"], row["tool"], row["since"])
+        return f"device {row['device']} is being changed by {other.describe()} on worker {row['worker']}; waited {wait:.0f}s"
+
+    def held(self, agent: Optional[str] = None) -> List[DeviceLock]:
+        """The fleet's locks: holder rows whose advisory lock a live session still holds."""
+        with self.db.reading() as db:
+            rows = db.execute("SELECT * FROM device_locks ORDER BY device").fetchall()
+        live = self.db.taken([lock_name(row["device"]) for row in rows])
         return [
-            DeviceLock(
-                device=device,
-                run_id=h.run_id,
-                agent=h.agent,
-                tool=h.tool,
-                since=datetime.fromtimestamp(h.since, timezone.utc).isoformat(timespec="seconds"),
-            )
-            for device, h in held
-            if agent in (None, h.agent)
+            shown(row["device"], Holder(row["run_id"], row["agent"], row["tool"], row["since"]))
+            for row in rows
+            if lock_name(row["device"]) in live and agent in (None, row["agent"])
         ]
+
+    def release(self, holder: Holder) -> None:
+        with self._changed:
+            session = self._sessions.pop(holder, None)
+        if session is not None:
+            try:
+                self.db.on(
+                    session, "DELETE FROM device_locks WHERE worker = ? AND run_id = ?", [self.worker, holder.run_id]
+                )
+            except (
+                RecordsUnavailable
+            ):  # the connection broke: its locks ended with it; the next holder overwrites the row
+                log.warning(f"{self.worker} - Device lock holder rows of run {holder.run_id} stay until overwritten")
+            self.db.release(session)
+        super().release(holder)

@@ -17,6 +17,7 @@ from ...models import (
     HandoverAction,
     HandoverFinding,
     HandoverMaterial,
+    HandoverRun,
     HandoverSession,
     SessionDetails,
     parse_duration,
@@ -106,8 +107,35 @@ class Handover:
         ]
         sessions.sort(key=lambda s: s.last_active or "", reverse=True)
         return HandoverMaterial(
-            worker=self.worker_name, since=iso(start), sessions=sessions, findings=findings, case_id=case_id
+            worker=self.worker_name,
+            since=iso(start),
+            sessions=sessions,
+            findings=findings,
+            case_id=case_id,
+            record_runs=self._record_runs(agents, start, limit, case_id),
         )
+
+    def _record_runs(
+        self, agents: Optional[List[str]], start: datetime, limit: int, case_id: Optional[str]
+    ) -> List[HandoverRun]:
+        """Other workers' runs since ``start`` in the fleet's shared record: a worker that is down hands over through them."""
+        page = self.runs(limit, 0, since=iso(start), **({"case_id": case_id} if case_id else {}))
+        if page.record is None:  # the worker's own record holds only its own runs
+            return []
+        return [
+            HandoverRun(
+                run_id=r.run_id,
+                agent=r.agent,
+                worker=r.worker,
+                ending=r.stop_reason or r.state,
+                started=r.started,
+                session_id=r.session_id,
+                request=scrub(r.instructions, self.secrets()),
+                answer=scrub(r.response, self.secrets()),
+            )
+            for r in page.runs
+            if r.worker != self.worker_name and (agents is None or r.agent in agents)
+        ]
 
     def _case(self, case_id: str) -> Tuple[Set[str], Optional[datetime]]:
         """The sessions of a case's runs on this worker, and when its first run started."""

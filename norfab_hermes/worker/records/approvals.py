@@ -50,8 +50,13 @@ def of_run(db: sqlite3.Connection, run_id: str) -> List[ApprovalInfo]:
     return [ApprovalInfo.model_validate_json(row["info"]) for row in rows]
 
 
-def pending(db: sqlite3.Connection) -> List[ApprovalInfo]:
-    rows = db.execute("SELECT info FROM approvals WHERE state = 'pending' ORDER BY requested").fetchall()
+def pending(db: sqlite3.Connection, worker: str) -> List[ApprovalInfo]:
+    """The pending approvals of ``worker``'s runs."""
+    rows = db.execute(
+        "SELECT info FROM approvals WHERE state = 'pending' AND run_id IN (SELECT run_id FROM runs WHERE worker = ?) "
+        "ORDER BY requested",
+        (worker,),
+    ).fetchall()
     return [ApprovalInfo.model_validate_json(row["info"]) for row in rows]
 
 

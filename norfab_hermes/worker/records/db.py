@@ -9,7 +9,7 @@ import contextlib
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Callable, Dict, Iterator, Sequence
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 RECORDS_FILE = "norfab_records.db"
 SCHEMA_VERSION = 2  # in the file's user_version; 2: runs carry their case and provenance
@@ -25,7 +25,7 @@ def add_columns(db: sqlite3.Connection, table: str, columns: Dict[str, str]) -> 
 
 class Database:
     """
-    One SQLite database shared by the worker's threads.
+    One SQLite database shared by the worker's threads (the embedded backend; ``pg.PgDatabase`` is the fleet's).
 
     Args:
         path: the database file (created with its folder).
@@ -37,6 +37,8 @@ class Database:
         self, path: Path, schemas: Sequence[str], upgrades: Sequence[Callable[[sqlite3.Connection], None]] = ()
     ) -> None:
         self.path = Path(path)
+        self.shared = False  # this worker's own
+        self.record_id: Optional[str] = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # autocommit: transactions are explicit, BEGIN IMMEDIATE takes the write lock at once
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
@@ -70,6 +72,9 @@ class Database:
         """Reads of one consistent moment: no write of this worker comes in between."""
         with self._lock:
             yield self._db
+
+    def serialize(self, db: Any, name: str) -> None:
+        """Writers take turns already: BEGIN IMMEDIATE holds the file's write lock."""
 
     def compact(self) -> None:
         """Give the pages of deleted rows back to the file system."""

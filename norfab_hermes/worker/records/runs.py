@@ -157,15 +157,19 @@ def finish(db: sqlite3.Connection, state: RunStateData, finished: float) -> None
             state.run_id,
         ),
     )
-    db.execute("INSERT OR REPLACE INTO run_details (run_id, detail) VALUES (?, ?)", (state.run_id, pack(state)))
+    db.execute(
+        "INSERT INTO run_details (run_id, detail) VALUES (?, ?) ON CONFLICT (run_id) DO UPDATE SET detail = excluded.detail",
+        (state.run_id, pack(state)),
+    )
 
 
 def get(db: sqlite3.Connection, run_id: str) -> Optional[sqlite3.Row]:
     return db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
 
 
-def unfinished(db: sqlite3.Connection) -> List[sqlite3.Row]:
-    return db.execute("SELECT * FROM runs WHERE finished IS NULL ORDER BY started").fetchall()
+def unfinished(db: sqlite3.Connection, worker: str) -> List[sqlite3.Row]:
+    """The runs of ``worker`` that never ended (a shared record holds other workers' too)."""
+    return db.execute("SELECT * FROM runs WHERE finished IS NULL AND worker = ? ORDER BY started", (worker,)).fetchall()
 
 
 def by_dedupe_key(db: sqlite3.Connection, agent: str, key: str, since: float) -> Optional[str]:
@@ -202,7 +206,8 @@ def _filters(
         params.append(decided_by)
     if text is not None:
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        where.append("(instructions LIKE ? ESCAPE '\\' OR response LIKE ? ESCAPE '\\')")
+        # lower(): SQLite's LIKE ignores case, PostgreSQL's does not
+        where.append("(lower(instructions) LIKE lower(?) ESCAPE '\\' OR lower(response) LIKE lower(?) ESCAPE '\\')")
         params += [pattern, pattern]
     return " AND ".join(where), params
 
@@ -264,8 +269,8 @@ def prune(db: sqlite3.Connection, cutoff: float, keep: int) -> int:
     """Delete finished runs started before ``cutoff`` or beyond the newest ``keep``; how many."""
     deleted = db.execute("DELETE FROM runs WHERE finished IS NOT NULL AND started < ?", (cutoff,)).rowcount
     deleted += db.execute(
-        "DELETE FROM runs WHERE finished IS NOT NULL AND run_id IN "
-        "(SELECT run_id FROM runs ORDER BY started DESC LIMIT -1 OFFSET ?)",
+        "DELETE FROM runs WHERE finished IS NOT NULL AND run_id NOT IN "
+        "(SELECT run_id FROM runs ORDER BY started DESC LIMIT ?)",
         (keep,),
     ).rowcount
     db.execute("DELETE FROM run_details WHERE run_id NOT IN (SELECT run_id FROM runs)")

@@ -1,7 +1,11 @@
 """
-The worker's records, in ``<instance root>/norfab_records.db``: its runs,
-their approvals, the agents' daily usage and the audit log, kept across
-restarts for ``get_run``, ``get_runs``, ``get_audit`` and ``verify_audit``.
+The worker's records: its runs, their approvals, the agents' daily usage and
+the audit log, kept across restarts for ``get_run``, ``get_runs``,
+``get_audit`` and ``verify_audit``. One interface, two backends (the
+inventory's ``records.backend``): ``<instance root>/norfab_records.db``
+(SQLite, the worker's own) or one PostgreSQL database the fleet shares
+(``pg``), where every worker's runs, usage, dedupe keys and one audit chain
+meet.
 
 Every change of a run or an approval is written with its audit entry in one
 transaction. At start, runs and approvals a crash left open are closed as
@@ -11,12 +15,14 @@ count (the inventory's ``records`` settings), checked at most hourly.
 """
 
 import logging
+import os
 import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ...errors import InventoryError
 from ...models import (
     ApprovalInfo,
     AuditPage,
@@ -30,7 +36,7 @@ from ...models import (
     StopReason,
     ToolCallSummary,
 )
-from . import approvals, audit, runs, usage
+from . import approvals, audit, occurrences, runs, usage
 from .db import RECORDS_FILE, Database
 from .runs import RunRow, iso
 
@@ -46,6 +52,22 @@ MID_CHANGE_NOTE = (
 )
 
 
+def open_database(root: Path, worker: str, settings: RecordsSettings) -> Any:
+    """The backend the settings name: the worker's SQLite file, or the fleet's PostgreSQL."""
+    if settings.backend == "sqlite":
+        schemas = [runs.SCHEMA, approvals.SCHEMA, audit.SCHEMA, usage.SCHEMA, occurrences.SCHEMA]
+        return Database(Path(root) / RECORDS_FILE, schemas, [runs.upgrade])
+    dsn = os.environ.get(settings.dsn_env or "")
+    if not dsn:
+        raise InventoryError(
+            f"records.dsn_env: environment variable {settings.dsn_env} is not set on worker '{worker}'; set it to "
+            "the PostgreSQL connection string, e.g. 'host=db.example.net dbname=hermes user=hermes_worker'"
+        )
+    from .pg import PgDatabase  # the postgresql extra: a SQLite worker never imports the driver
+
+    return PgDatabase(dsn, f"${settings.dsn_env}")
+
+
 class Records:
     """
     One worker's durable records.
@@ -59,14 +81,18 @@ class Records:
     def __init__(self, root: Path, worker: str, settings: RecordsSettings) -> None:
         self.worker = worker
         self.settings = settings
-        schemas = [runs.SCHEMA, approvals.SCHEMA, audit.SCHEMA, usage.SCHEMA]
-        self.db = Database(Path(root) / RECORDS_FILE, schemas, [runs.upgrade])
+        self.db = open_database(root, worker, settings)
         self._pruned = 0.0
         self._prune_lock = threading.Lock()
 
     @property
-    def path(self) -> Path:
+    def path(self) -> Any:
         return self.db.path
+
+    @property
+    def shared(self) -> bool:
+        """The fleet's record: other workers' runs and audit entries are in it too."""
+        return self.db.shared
 
     # ---------------------------------------------------------------- runs
 
@@ -152,6 +178,7 @@ class Records:
         """An audit entry in the caller's transaction; an entry of a run of a case names the case."""
         if run_id and (case_id := runs.case_of(db, run_id)):
             data = {**(data or {}), "case_id": case_id}
+        self.db.serialize(db, "audit")  # one chain for the fleet: its workers append in turn
         audit.append(db, self.worker, kind, agent, run_id, actor, data)
 
     # --------------------------------------------------------------- usage
@@ -163,6 +190,11 @@ class Records:
     def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
         with self.db.transaction() as db:
             return usage.add(db, agent, day, tokens, cost)
+
+    def claim(self, group: str, agent: str, name: str, due: str) -> str:
+        """The worker that runs this due occurrence of a grouped schedule (this one, when it claimed it first)."""
+        with self.db.transaction() as db:
+            return occurrences.claim(db, group, agent, name, due, self.worker)
 
     # --------------------------------------------------------------- reads
 
@@ -199,7 +231,8 @@ class Records:
 
     def runs(self, limit: int, offset: int, **filters: Any) -> RunsPage:
         with self.db.reading() as db:
-            return runs.find(db, limit, offset, **filters)
+            page = runs.find(db, limit, offset, **filters)
+        return page.model_copy(update={"record": self.db.record_id})
 
     def approval_info(self, approval_id: str) -> Optional[ApprovalInfo]:
         with self.db.reading() as db:
@@ -212,11 +245,13 @@ class Records:
 
     def audit_page(self, after: int, limit: int, **filters: Any) -> AuditPage:
         with self.db.reading() as db:
-            return audit.page(db, after, limit, **filters)
+            page = audit.page(db, after, limit, **filters)
+        return page.model_copy(update={"record": self.db.record_id})
 
     def verify(self) -> AuditVerifyData:
         with self.db.reading() as db:
-            return audit.verify(db, self.worker)
+            verified = audit.verify(db, self.worker)
+        return verified.model_copy(update={"record": self.db.record_id})
 
     # ----------------------------------------------------------- lifecycle
 
@@ -230,7 +265,7 @@ class Records:
         now = time.time()
         with self.db.transaction() as db:
             cut_approvals = []
-            for info in approvals.pending(db):
+            for info in approvals.pending(db, self.worker):
                 info = info.model_copy(update={"state": "expired", "decided": iso(now), "note": APPROVAL_CUT_NOTE})
                 approvals.save(db, info)
                 self._append(
@@ -243,7 +278,7 @@ class Records:
                 )
                 cut_approvals.append(info.approval_id)
             cut_runs = []
-            for row in runs.unfinished(db):
+            for row in runs.unfinished(db, self.worker):
                 changes = [change for change in unknown if change.run_id == row["run_id"]]
                 state = self._cut(row, approvals.of_run(db, row["run_id"]), now, changes)
                 details = {"stop_reason": state.stop_reason, "note": CUT_NOTE}
@@ -301,6 +336,7 @@ class Records:
                 gone = runs.prune(db, cutoff.timestamp(), self.settings.keep_runs)
                 gone_approvals = approvals.prune(db)
                 usage.prune(db, cutoff.strftime("%Y-%m-%d"))
+                occurrences.prune(db, cutoff.timestamp())
                 gone_entries = audit.prune(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
                 if gone or gone_entries:
                     self._append(

@@ -32,7 +32,8 @@ def add(db: sqlite3.Connection, agent: str, day: str, tokens: int, cost: float) 
     """Add to the day's usage; the day's totals after it."""
     row = db.execute(
         "INSERT INTO usage (agent, day, tokens, cost_usd) VALUES (?, ?, ?, ?) ON CONFLICT (agent, day) DO UPDATE "
-        "SET tokens = tokens + excluded.tokens, cost_usd = cost_usd + excluded.cost_usd RETURNING tokens, cost_usd",
+        "SET tokens = usage.tokens + excluded.tokens, cost_usd = usage.cost_usd + excluded.cost_usd "
+        "RETURNING tokens, cost_usd",
         (agent, day, tokens, cost),
     ).fetchall()[0]  # all of it: a RETURNING statement left open would block the commit
     return row["tokens"], row["cost_usd"]

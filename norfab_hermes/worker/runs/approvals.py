@@ -210,7 +210,7 @@ class ApprovalInbox:
     def _unknown(self, approval_id: str) -> None:
         """Raise why an approval not in memory cannot be decided: decided long ago, or not this worker's."""
         known = self.records.approval_info(approval_id) if self.records is not None else None
-        if known is None:
+        if known is None or known.worker != self.worker_name:  # a shared record holds other workers' too
             raise UnknownApproval(f"approval '{approval_id}' is not known on worker '{self.worker_name}'")
         raise InvalidRequest(
             f"approval_id: approval '{approval_id}' is already {known.state}"

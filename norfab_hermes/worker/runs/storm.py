@@ -2,15 +2,19 @@
 Alarm-storm control for one worker's agents. A request that carries the
 ``dedupe_key`` of a run its agent started within its ``dedupe_window`` gets
 that run instead of a new one (the key outlives a restart: the run records
-keep it), and an agent starts at most ``max_runs_per_minute`` runs; one
-more is refused as busy.
+keep it), and an agent starts at most ``max_runs_per_minute`` runs on the
+worker; one more is refused as busy.
+
+With the fleet's record (PostgreSQL) a key holds across workers: admitting a
+request with a key takes the key's lock in the database, so the run one
+worker accepts is recorded before another worker looks the key up.
 """
 
 import contextlib
 import threading
 import time
 from collections import deque
-from typing import Callable, Deque, Dict, Iterator, Optional, Tuple
+from typing import Callable, ContextManager, Deque, Dict, Iterator, List, Optional, Tuple
 
 from ...errors import Busy
 
@@ -18,6 +22,13 @@ MINUTE = 60.0
 
 # recorded(agent, key, since): the run id the run records hold for the key since then, or None
 Recorded = Callable[[str, str, float], Optional[str]]
+# holding(names, wait): a block holding the fleet's locks of those names; whether they were taken
+Holding = Callable[[List[str], float], ContextManager[bool]]
+KEY_WAIT = 10.0  # seconds a request waits for another worker admitting the same key (milliseconds, normally)
+
+
+def unshared(names: List[str], wait: float) -> ContextManager[bool]:
+    return contextlib.nullcontext(True)  # one worker: its own admission lock is enough
 
 
 class Ticket:
@@ -35,9 +46,12 @@ class Ticket:
 class Storm:
     """Dedupe keys and runs per minute of one worker's agents."""
 
-    def __init__(self, worker_name: str, recorded: Recorded = lambda agent, key, since: None) -> None:
+    def __init__(
+        self, worker_name: str, recorded: Recorded = lambda agent, key, since: None, holding: Holding = unshared
+    ) -> None:
         self.worker_name = worker_name
         self.recorded = recorded
+        self.holding = holding
         self._keys: Dict[Tuple[str, str], Tuple[str, float]] = {}  # (agent, key) -> (run id, expires)
         self._starts: Dict[str, Deque[float]] = {}  # agent -> when its runs of the last minute started
         self._lock = threading.Lock()
@@ -51,7 +65,12 @@ class Storm:
         agent already started ``per_minute`` runs in the last minute.
         """
         now = time.time()
-        with self._lock:
+        names = [f"dedupe:{agent}:{key}"] if key and window > 0 else []
+        with self._lock, self.holding(names, KEY_WAIT) as taken:
+            if not taken:
+                raise Busy(
+                    f"another hermes worker is still admitting a request of agent '{agent}' with dedupe_key '{key}'"
+                )
             self._keys = {k: v for k, v in self._keys.items() if v[1] > now}
             earlier = self._earlier(agent, key, window, now) if key else None
             starts = self._starts.setdefault(agent, deque())

@@ -61,6 +61,8 @@ STATUS_BY_STOP_REASON = {
 
 # run_scheduled(agent, prompt, schedule_id, response_schema) -> the run's result
 RunScheduled = Callable[..., InvokeResultData]
+# claim(group, agent, name, due) -> the worker that runs that occurrence of a grouped schedule
+Claim = Callable[[str, str, str, str], str]
 
 
 class Schedules:
@@ -73,6 +75,7 @@ class Schedules:
         runtime: the Hermes runtime (gateway loop and adapters).
         run_scheduled: runs a due job as a run of its agent.
         evidence: the tool results runs received (criteria are checked on them).
+        claim: who runs a due occurrence of a grouped schedule (the records).
     """
 
     def __init__(
@@ -82,8 +85,10 @@ class Schedules:
         runtime: HermesRuntime,
         run_scheduled: RunScheduled,
         evidence: EvidenceStore,
+        claim: Optional[Claim] = None,
     ) -> None:
         self.worker_name = worker_name
+        self.claim = claim
         self.catalog = catalog
         self.runtime = runtime
         self.run_scheduled = run_scheduled
@@ -193,6 +198,23 @@ class Schedules:
             return False, f"# {job.name} (REFUSED)\n\n{error}\n", "", error
         watched = self.watches.get(agent, job.id)
         try:
+            # a claim the shared record cannot take fails below: an occurrence nobody claimed runs nowhere
+            grouped = watched.group and self.claim
+            owner = self.claim(watched.group, agent, job.name, iso(due) or iso(started)) if grouped else None
+            if owner not in (None, self.worker_name):  # another member of the group claimed it first
+                note = f"ran on worker {owner} of group {watched.group}"
+                self.history.record(
+                    agent,
+                    ScheduleRun(
+                        schedule_id=job.id,
+                        status="skipped",
+                        due=iso(due),
+                        started=iso(started),
+                        note=note,
+                        worker=owner,
+                    ),
+                )
+                return True, f"# {job.name} (ELSEWHERE)\n\n{note}\n", "", None
             result = self.run_scheduled(agent, cron.job_prompt(job) or job.prompt, job.id, watched.response_schema)
         except OverBudget as error:  # the agent's daily budget is spent: no model is called
             message = str(error)
@@ -249,6 +271,7 @@ class Schedules:
                 criteria=checked,
                 artifacts=result.artifacts,
                 structured_response=result.structured_response,
+                worker=self.worker_name,
             ),
         )
         succeeded = status in watch.JUDGED  # a regression is a finding, not a failed run

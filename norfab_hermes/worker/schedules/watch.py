@@ -24,7 +24,7 @@ from ...models import ArtifactSummary, Criterion, CriterionResult, ScheduleDefin
 from ..files import write_file
 
 WATCH_FILE = "norfab_watch.json"
-WATCH_FIELDS = ("criteria", "observe_for", "response_schema")
+WATCH_FIELDS = ("criteria", "observe_for", "response_schema", "group")
 JUDGED = ("ok", "regressed", "recovered")  # runs that were checked against criteria
 DETAIL_CHARS = 200
 
@@ -36,6 +36,7 @@ class Watch:
     criteria: List[Criterion] = field(default_factory=list)
     until: Optional[str] = None  # ISO time the observation period ends
     response_schema: Optional[Dict[str, Any]] = None
+    group: Optional[str] = None  # the workers that share its occurrences
 
     def ended(self, now: datetime) -> bool:
         return self.until is not None and datetime.fromisoformat(self.until) <= now
@@ -61,6 +62,7 @@ class Watches:
             criteria=[Criterion.model_validate(c) for c in raw.get("criteria") or []],
             until=raw.get("until"),
             response_schema=raw.get("response_schema"),
+            group=raw.get("group"),
         )
 
     def all(self, agent: str) -> Dict[str, Watch]:
@@ -76,6 +78,8 @@ class Watches:
                 entry["criteria"] = given["criteria"]
             if "response_schema" in given:
                 entry["response_schema"] = given["response_schema"]
+            if "group" in given:
+                entry["group"] = given["group"]
             if "observe_for" in given:
                 entry["until"] = (datetime.now(timezone.utc) + parse_duration(given["observe_for"])).isoformat(
                     timespec="seconds"

@@ -1,0 +1,39 @@
+"""
+Occurrences of grouped schedules: the first member of a group to claim a due
+occurrence runs it, every other member records where it ran. With the
+fleet's record (PostgreSQL) the claim holds across the group's workers; with
+a worker's own SQLite file it holds only on that worker.
+"""
+
+import sqlite3
+import time
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS schedule_occurrences (
+    grp TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    name TEXT NOT NULL,
+    due TEXT NOT NULL,
+    worker TEXT NOT NULL,
+    claimed REAL NOT NULL,
+    PRIMARY KEY (grp, agent, name, due)
+);
+"""
+
+
+def claim(db: sqlite3.Connection, group: str, agent: str, name: str, due: str, worker: str) -> str:
+    """Claim the occurrence for ``worker``; the worker that holds it (``worker`` when it came first)."""
+    key = (group, agent, name, due)
+    db.execute(
+        "INSERT INTO schedule_occurrences (grp, agent, name, due, worker, claimed) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        (*key, worker, time.time()),
+    )
+    found = db.execute(
+        "SELECT worker FROM schedule_occurrences WHERE grp = ? AND agent = ? AND name = ? AND due = ?", key
+    ).fetchone()
+    return found[0]
+
+
+def prune(db: sqlite3.Connection, cutoff: float) -> int:
+    return db.execute("DELETE FROM schedule_occurrences WHERE claimed < ?", (cutoff,)).rowcount

@@ -1,0 +1,223 @@
+"""
+One fleet, one record: two hermes workers, each its own OS process, sharing a real PostgreSQL
+(records.backend postgresql). A dedupe key and a daily budget hold across them; a change's device
+lock excludes the other worker until the holder is killed (kill -9), whose change is then
+outcome_unknown; the dead worker's runs are in get_runs and handover meanwhile. Checked on the
+FakeNOS switch's own log and the nornir worker's job store.
+"""
+
+import contextlib
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+import pytest
+from conftest import hermes_worker, network, norfab, ok, result_of, run
+from test_changes import ENABLE_PORT, PORT_STATE, call, changes_to, device_log, switch
+
+from norfab_hermes.routing import Hermes
+from norfab_hermes.testing.embedded import kill_process_group, worker_process
+
+ONE, TWO = "hermes-pg-1", "hermes-pg-2"
+DSN_ENV = "NORFAB_HERMES_PG_DSN"
+SLOW = "GigabitEthernet0/3"  # the switch takes 5 s to change it: the change job is in flight that long
+TOOLS = {"port_state": PORT_STATE, "enable_port": ENABLE_PORT}
+AGENTS = {
+    "ops": {"instructions": "You change ports.", "toolsets": ["norfab"], "run_timeout": 120, "tools": TOOLS},
+    "alarm": {"instructions": "You investigate alarms.", "dedupe_window": 120},
+    "daily": {"instructions": "You watch.", "hermes": {"model": {"default": "alpha-model"}}, "daily_tokens": 3000},
+}
+
+
+@dataclass
+class Fleet:
+    nf: object
+    base: object
+    dsn: str
+    processes: dict  # worker name -> its OS process
+    stack: contextlib.ExitStack  # worker processes started again, stopped with the module
+
+    def start(self, *names):
+        """Start the workers side by side (each imports Hermes: seconds of CPU)."""
+        managers = [worker_process(self.nf, name) for name in names]
+        with ThreadPoolExecutor(len(names)) as pool:
+            started = list(pool.map(lambda manager: manager.__enter__(), managers))
+        for name, manager, process in zip(names, managers, started):
+            self.stack.push(manager.__exit__)
+            self.processes[name] = process
+
+
+@pytest.fixture(scope="module")
+def fleet(model, postgres, tmp_path_factory):
+    """The broker and nornir in this process; the two hermes workers each in a process of their own."""
+    settings = {"records": {"backend": "postgresql", "dsn_env": DSN_ENV}}
+    users = {name: hermes_worker(model.base_url, AGENTS, **settings) for name in (ONE, TWO)}
+    workers, files = network(["sw1"], models={"sw1": switch("sw1")}, users=users)
+    base = tmp_path_factory.mktemp("fleet")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(DSN_ENV, postgres)  # the worker processes inherit it: the DSN never is in the inventory
+        with norfab(base, workers, files, separate=(ONE, TWO)) as nf, contextlib.ExitStack() as stack:
+            found = Fleet(nf, base, postgres, {}, stack)
+            found.start(ONE, TWO)
+            yield found
+
+
+def test_fifty_start_runs_with_one_dedupe_key_split_across_two_workers_start_one_run(fleet):
+    nf = fleet.nf
+    futures = [
+        nf.client.submit_job(
+            "hermes",
+            "start_run",
+            kwargs={"agent": "alarm", "instructions": "STORM-9 r1 down SLEEP 1", "dedupe_key": "INC-9"},
+            workers=[(ONE, TWO)[n % 2]],
+            timeout=120,
+        )
+        for n in range(50)
+    ]
+    states = [ok(next(iter(future.result(timeout=120).values()))) for future in futures]
+    assert len({state["run_id"] for state in states}) == 1
+    assert sorted(state["deduplicated"] for state in states) == [False] + [True] * 49
+    assert {state["worker"] for state in states} <= {ONE, TWO}
+    replies = Hermes(nf.client).runs(agent="alarm", text="STORM-9")
+    assert len(replies) == 1, "two workers of one record answer once"
+    [page] = [ok(res) for res in replies.values()]
+    assert page["total"] == 1 and page["record"]
+
+
+def test_a_daily_budget_spent_on_one_worker_stops_the_agent_on_the_other(fleet):
+    nf = fleet.nf
+    results = []
+    while not results or results[-1]["stop_reason"] != "daily_budget":
+        assert len(results) < 8, [r["stop_reason"] for r in results]
+        res = run(nf.client, "invoke", worker=ONE, job_timeout=120, agent="daily", instructions=f"look {len(results)}")
+        results.append(ok(res))
+    spent = ok(run(nf.client, "get_status", worker=ONE))["budgets"]["daily"]
+    res = run(nf.client, "invoke", worker=TWO, job_timeout=120, agent="daily", instructions="look again")
+    stopped = res["failed"] and res["result"]["code"] == "over_budget" or res["result"]["stop_reason"] == "daily_budget"
+    assert stopped, res
+    assert ok(run(nf.client, "get_status", worker=TWO))["budgets"]["daily"]["tokens"] == spent["tokens"]
+
+
+def change(nf, worker, port, approve=lambda: True):
+    """An interactive change of sw1's ``port`` on ``worker``: each approval question answered by ``approve()``."""
+    future = nf.client.submit_job(
+        "hermes",
+        "invoke",
+        kwargs={"agent": "ops", "instructions": call("enable_port", FB="sw1", port=port), "interactive": True},
+        workers=worker,
+        timeout=150,
+    )
+    for event in future.events(timeout=150):
+        request = (event.get("extras") or {}).get("input_request")
+        if event.get("event_type") == "input_request" and request:
+            future.send_response(input_id=request["id"], value=approve(), worker=worker)
+    return result_of(future, worker, timeout=60)["result"]
+
+
+def cut_change(nf, worker, port):
+    """A change on a worker the test kills: its job never returns."""
+    with contextlib.suppress(AssertionError):
+        change(nf, worker, port)
+
+
+def until(check, timeout=60, step=0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(step)
+    raise AssertionError(f"{check} did not come true in {timeout}s")
+
+
+def test_a_killed_lock_holder_lets_the_other_worker_change_the_device_and_its_change_is_outcome_unknown(fleet):
+    nf, base = fleet.nf, fleet.base
+    threading.Thread(target=cut_change, args=(nf, ONE, SLOW), daemon=True).start()
+    # ONE's lock is the fleet's: TWO shows it
+    [lock] = until(lambda: ok(run(nf.client, "get_status", worker=TWO))["changes"]["locks"])
+    assert (lock["device"], lock["agent"]) == ("sw1", "ops")
+    second = {}
+
+    def approve_after_first_ended():  # the operator approves once the first change shows on the switch
+        until(lambda: "3 end" in device_log(nf, "sw1"), timeout=30, step=0.5)
+        return True
+
+    waiting = threading.Thread(
+        target=lambda: second.update(result=change(nf, TWO, "GigabitEthernet0/1", approve_after_first_ended))
+    )
+    waiting.start()
+    until(lambda: changes_to(base, "sw1", clients=(ONE,)), step=0.05)  # ONE's change job is in flight
+    kill_process_group(fleet.processes[ONE])
+    waiting.join(150)
+    [made] = second["result"]["tool_calls"]
+    assert made["change"]["outcome"] == "verified", made
+    assert device_log(nf, "sw1") == [
+        "1 configure",
+        f"2 no shutdown {SLOW}",
+        "3 end",
+        "4 configure",
+        "5 no shutdown GigabitEthernet0/1",
+        "6 end",
+    ], "one change after the other on the switch"
+    # while ONE is down the shared record answers for it
+    [page] = [ok(res) for res in Hermes(nf.client).runs(agent="ops").values()]
+    cut = next(r for r in page["runs"] if r["worker"] == ONE)
+    assert cut["state"] != "finished"
+    briefing = Hermes(nf.client).handover("alarm", agents=["ops"], since="1h", workers=[TWO])["result"]
+    assert cut["run_id"] in [r["run_id"] for m in briefing["material"] for r in m["record_runs"]]
+    # ONE comes back: its change in flight is recorded outcome_unknown, read from either worker
+    fleet.start(ONE)
+    ended = ok(run(nf.client, "get_run", worker=TWO, agent="ops", run_id=cut["run_id"]))
+    assert ended["stop_reason"] == "outcome_unknown"
+    assert ok(run(nf.client, "get_status", worker=ONE))["changes"]["outcome_unknown"]
+
+
+def history(nf, worker, schedule_id):
+    kwargs = dict(agent="alarm", action="history", schedule_id=schedule_id, limit=200)
+    return ok(run(nf.client, "schedule", worker=worker, **kwargs))
+
+
+def claimed(dsn):
+    with psycopg.connect(dsn) as db:
+        return db.execute(
+            "SELECT due, worker FROM schedule_occurrences WHERE name = 'core-watch' ORDER BY due"
+        ).fetchall()
+
+
+def test_a_grouped_schedule_runs_each_occurrence_once_and_fails_over_when_its_runner_dies(fleet):
+    """20 occurrences of a schedule both workers hold in group 'core': one worker runs each; TWO killed
+    midway, ONE runs the next occurrence and every one after; no occurrence runs twice."""
+    nf = fleet.nf
+    definition = {"name": "core-watch", "prompt": "WATCH core", "schedule": "* * * * * *", "group": "core"}
+    ids = {
+        worker: ok(run(nf.client, "schedule", worker=worker, agent="alarm", action="create", definition=definition))
+        for worker in (ONE, TWO)
+    }
+    ids = {worker: created["schedules"][0]["schedule_id"] for worker, created in ids.items()}
+    until(lambda: {w for _, w in claimed(fleet.dsn)} == {ONE, TWO}, timeout=30)  # both members take turns
+    kill_process_group(fleet.processes[TWO])
+    killed = time.time()
+    until(lambda: len(claimed(fleet.dsn)) >= 20, timeout=60)
+    ok(run(nf.client, "schedule", worker=ONE, agent="alarm", action="pause", schedule_id=ids[ONE]))
+    time.sleep(2)  # the last claimed occurrence's run is recorded
+    occurrences = claimed(fleet.dsn)
+    after = [w for due, w in occurrences if datetime.fromisoformat(due).timestamp() > killed + 1]
+    assert after and set(after) == {ONE}, "every occurrence after the kill runs on the live member"
+    runs = [
+        r
+        for schedule_id in ids.values()
+        for res in Hermes(nf.client).runs(agent="alarm", schedule_id=schedule_id, limit=200).values()
+        for r in ok(res)["runs"]
+    ]
+    # one run per claimed occurrence, none twice; the killed member may have claimed one it never started
+    assert len(occurrences) - 1 <= len(runs) <= len(occurrences), (len(runs), occurrences)
+    seen = history(nf, ONE, ids[ONE])["history"]
+    dues = [entry["due"] for entry in seen if entry["status"] != "missed"]
+    assert len(dues) == len(set(dues)), "ONE's history lists each occurrence once"
+    assert {r["worker"] for r in runs} == {ONE, TWO}, "each member ran some occurrences"
+    # an occurrence that fell due while ONE's previous run still ran is not ticked there (Hermes skips it)
+    ran = [entry for entry in seen if entry["status"] != "missed"]
+    assert all(entry["worker"] == ONE or entry["status"] == "skipped" for entry in ran), "history names the runner"
