@@ -29,7 +29,9 @@ from .topology import SIZES, build
 
 
 def arguments(argv: Optional[List[str]]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m norfab_hermes.eval.bench", description=__doc__.strip().split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m norfab_hermes.eval.bench", description=__doc__.strip().split("\n\n")[0]
+    )
     parser.add_argument("--size", nargs="+", default=["small"], choices=list(SIZES), help="lab sizes (default: small)")
     parser.add_argument("--scenarios", type=int, default=10, help="scenarios per size (default: 10)")
     parser.add_argument("--seed", type=int, default=7, help="seed the scenarios are drawn from (default: 7)")
@@ -47,7 +49,9 @@ def arguments(argv: Optional[List[str]]) -> argparse.Namespace:
         choices=list(MODELS),
         help="scripted models to run, in turn (default: baseline); ignored with a real provider",
     )
-    parser.add_argument("--price", action="append", default=[], metavar="MODEL=PROMPT,COMPLETION", help="USD per million tokens")
+    parser.add_argument(
+        "--price", action="append", default=[], metavar="MODEL=PROMPT,COMPLETION", help="USD per million tokens"
+    )
     parser.add_argument("--results", default="eval/results", help="where results go (default: eval/results)")
     args = parser.parse_args(argv)
     if args.scenarios < 1:

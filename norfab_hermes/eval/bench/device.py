@@ -59,7 +59,7 @@ class State:
         self.logs[device].append(f"Dec  1 {at}.{_stable(device, line) % 1000:03d}: {line}")
 
     def _adjacency_down(self, key: Key, reason: str) -> None:
-        node, port = self.nodes[key[0]], self.nodes[key[0]].port(key[1])
+        port = self.nodes[key[0]].port(key[1])
         if not (port.ospf and port.peer):
             return
         far = (str(port.peer), str(port.peer_port))
@@ -67,7 +67,6 @@ class State:
             self.lost.add(end)
             neighbour = self.nodes[other[0]].loopback
             self._log(end[0], f"%OSPF-5-ADJCHG: Process 1, Nbr {neighbour} on {end[1]} from FULL to DOWN, {reason}")
-        del node
 
     def _apply(self) -> None:
         fault, detail = self.fault, self.fault.detail
@@ -245,7 +244,11 @@ def _interface(state: State, node: Node, port: Port) -> str:
     status, protocol = state.status.get((node.name, port.name), ("up", "up"))
     shown = "administratively down" if status == "admin down" else status
     crc = state.crc(node.name, port.name)
-    flaps = 7 if state.is_("optic_low_light") and state.fault.interface == port.name and state.fault.device == node.name else 1
+    flaps = (
+        7
+        if state.is_("optic_low_light") and state.fault.interface == port.name and state.fault.device == node.name
+        else 1
+    )
     _, _, mtu = state.ospf_setting(node.name, port)
     address = f"\n  Internet address is {port.address}" if port.address else ""
     return (
@@ -271,7 +274,9 @@ def _neighbors(state: State, node: Node) -> str:
         far = state.nodes[str(port.peer)]
         address = str(far.port(str(port.peer_port)).address).split("/")[0]
         adjacency = "EXSTART/  -" if key in state.stuck else "FULL/  -"
-        lines.append(f"{far.loopback:<15} {0:>3}   {adjacency:<15} {'00:00:3' + str(_stable(key) % 10):<11} {address:<15} {port.name}")
+        lines.append(
+            f"{far.loopback:<15} {0:>3}   {adjacency:<15} {'00:00:3' + str(_stable(key) % 10):<11} {address:<15} {port.name}"
+        )
     return "\n".join(lines)
 
 
@@ -310,9 +315,15 @@ def _bgp(state: State, node: Node) -> str:
         f"{'Neighbor':<15} V {'AS':>6} MsgRcvd MsgSent Up/Down  State/PfxRcd",
     ]
     for peer in node.bgp:
-        down = state.is_("bgp_peer_down") and state.fault.device == node.name and state.fault.detail["peer"] == peer["address"]
+        down = (
+            state.is_("bgp_peer_down")
+            and state.fault.device == node.name
+            and state.fault.detail["peer"] == peer["address"]
+        )
         shown = str(state.fault.detail["state"]) if down else str(800 + _stable(node.name, peer["address"]) % 200)
-        lines.append(f"{peer['address']:<15} 4 {peer['remote_as']:>6} {'  91234':>7} {'  90877':>7} {'00:42:17' if down else '3w2d':<8} {shown}")
+        lines.append(
+            f"{peer['address']:<15} 4 {peer['remote_as']:>6} {'  91234':>7} {'  90877':>7} {'00:42:17' if down else '3w2d':<8} {shown}"
+        )
     return "\n".join(lines)
 
 
@@ -339,7 +350,11 @@ def _statics(state: State, node: Node) -> str:
     fault = state.fault
     for route in node.statics:
         hop = route["next_hop"]
-        if fault.kind == "wrong_static_route" and fault.device == node.name and fault.detail["prefix"] == route["prefix"]:
+        if (
+            fault.kind == "wrong_static_route"
+            and fault.device == node.name
+            and fault.detail["prefix"] == route["prefix"]
+        ):
             hop = str(fault.detail["next_hop"])
         via = "is directly connected, Null0" if hop == "Null0" else f"[1/0] via {hop}"
         lines.append(f"S        {route['prefix']} {via}")

@@ -186,7 +186,14 @@ def _verdict(kind: str, device: str, interface: Optional[str], affected: List[st
     }
 
 
-HEALTHY = {"fault_found": False, "device": None, "interface": None, "kind": None, "affected_devices": [], "evidence": []}
+HEALTHY = {
+    "fault_found": False,
+    "device": None,
+    "interface": None,
+    "kind": None,
+    "affected_devices": [],
+    "evidence": [],
+}
 
 
 def diagnose(f: Findings) -> dict:
@@ -206,7 +213,11 @@ def _admin_down(f: Findings) -> Optional[dict]:
             shown = _line(f.out(device, INTERFACES), rf"^{re.escape(port)}\s")
             affected = [device] + [p for p in [_peer(description)] if p]
             return _verdict(
-                "interface_admin_down", device, port, affected, _evidence(device, LOG, line) + _evidence(device, INTERFACES, shown)
+                "interface_admin_down",
+                device,
+                port,
+                affected,
+                _evidence(device, LOG, line) + _evidence(device, INTERFACES, shown),
             )
     return None
 
@@ -217,7 +228,11 @@ def _optic(f: Findings) -> Optional[dict]:
         reading = _line(f.out(device, command), r"Rx power .*low alarm")
         if reading:
             return _verdict(
-                "optic_low_light", device, match.group(1), [device], _evidence(device, LOG, line) + _evidence(device, command, reading)
+                "optic_low_light",
+                device,
+                match.group(1),
+                [device],
+                _evidence(device, LOG, line) + _evidence(device, command, reading),
             )
     return None
 
@@ -249,7 +264,11 @@ def _bgp(f: Findings) -> Optional[dict]:
                 if mine[:3] == peer[:3] and mine[3] // 4 == peer[3] // 4:  # the same /30
                     port = parts[0]
         return _verdict(
-            "bgp_peer_down", device, port, [device], _evidence(device, LOG, line) + _evidence(device, "show ip bgp summary", down.group(0))
+            "bgp_peer_down",
+            device,
+            port,
+            [device],
+            _evidence(device, LOG, line) + _evidence(device, "show ip bgp summary", down.group(0)),
         )
     return None
 
@@ -369,7 +388,9 @@ def _rounds(results: List[dict]) -> int:
 class Investigator:
     """The generic baseline: sweeps, follow-ups, rules; a reply per round (``next_step`` of a scenario)."""
 
-    def next_step(self, user_text: str, results: List[dict], tools: Set[str], message: str = "", system: str = "") -> Optional[dict]:
+    def next_step(
+        self, user_text: str, results: List[dict], tools: Set[str], message: str = "", system: str = ""
+    ) -> Optional[dict]:
         if not results:
             return {"tool_calls": [_call(tool, FB=ALL) for tool, _ in SWEEPS]}
         findings = Findings(results)
@@ -382,14 +403,18 @@ class Investigator:
 class AlwaysHealthy:
     """Answers at once that nothing is wrong."""
 
-    def next_step(self, user_text: str, results: List[dict], tools: Set[str], message: str = "", system: str = "") -> Optional[dict]:
+    def next_step(
+        self, user_text: str, results: List[dict], tools: Set[str], message: str = "", system: str = ""
+    ) -> Optional[dict]:
         return _answer(HEALTHY)
 
 
 class FirstDevice:
     """A fault on the first device and port the interface sweep lists, whatever the network shows."""
 
-    def next_step(self, user_text: str, results: List[dict], tools: Set[str], message: str = "", system: str = "") -> Optional[dict]:
+    def next_step(
+        self, user_text: str, results: List[dict], tools: Set[str], message: str = "", system: str = ""
+    ) -> Optional[dict]:
         if not results:
             return {"tool_calls": [_call("interfaces", FB=ALL)]}
         seen, _ = observations(results)
@@ -401,7 +426,9 @@ class FirstDevice:
 class EveryDevice:
     """Names every device at once: the answer a scorer must not reward."""
 
-    def next_step(self, user_text: str, results: List[dict], tools: Set[str], message: str = "", system: str = "") -> Optional[dict]:
+    def next_step(
+        self, user_text: str, results: List[dict], tools: Set[str], message: str = "", system: str = ""
+    ) -> Optional[dict]:
         if not results:
             return {"tool_calls": [_call("interfaces", FB=ALL)]}
         devices = sorted({device for device, _ in observations(results)[0]})

@@ -26,7 +26,6 @@ RECORDS_WORKER = Path(__file__).resolve().parents[3] / "examples" / "lab" / "lab
 AGENT = "bench"
 WORKER = "hermes-worker-1"
 WORKERS = ["fakenos-worker-1", "nornir-worker-1", "records-worker-1", WORKER]
-ALL = "*"
 
 INSTRUCTIONS = """\
 You are the network operations agent. Find out whether anything is wrong in
@@ -155,7 +154,9 @@ def write_lab(network: Network, folder: Path, state: Path) -> Path:
     ports = dict(zip([n.name for n in network.nodes], _ports(len(network.nodes))))
     login = {"username": "nornir", "password": "nornir"}
     files: Dict[str, Any] = {
-        "fakenos/lab.yaml": {"hosts": {name: {**login, "port": port, "nos": {"plugin": "bench_device"}} for name, port in ports.items()}},
+        "fakenos/lab.yaml": {
+            "hosts": {name: {**login, "port": port, "nos": {"plugin": "bench_device"}} for name, port in ports.items()}
+        },
         "fakenos/nos/bench.py": (
             '"""Every device of the benchmark lab: norfab_hermes.eval.bench.device, answering from the state folder."""\n\n'
             "from norfab_hermes.eval.bench.device import device_model\n\n"

@@ -19,7 +19,8 @@ from typing import Any, Callable, Dict, List, Optional
 from ..models import BenchRun, BenchScenario, LabSettings, RunData
 from ..runner import Runner
 from ..scoring import Prices
-from .lab import AGENT, ALL, WORKER, WORKERS, inject, running
+from .investigator import ALL
+from .lab import AGENT, WORKER, WORKERS, inject, running
 from .scoring import RESPONSE_SCHEMA, score_run
 from .topology import build
 
@@ -30,7 +31,9 @@ WARM_TIMEOUT = 300
 
 def warm(client: Any) -> None:
     """Open every device connection of the nornir worker (the first command of a device pays for its SSH login)."""
-    client.run_job("nornir", "cli", kwargs={"FB": ALL, "commands": ["terminal length 0"]}, workers="all", timeout=WARM_TIMEOUT)
+    client.run_job(
+        "nornir", "cli", kwargs={"FB": ALL, "commands": ["terminal length 0"]}, workers="all", timeout=WARM_TIMEOUT
+    )
 
 
 def run_scenario(

@@ -73,7 +73,13 @@ def build(size: str) -> Network:
         trunk = f"GigabitEthernet1/{slot}"
         name = f"site{s}"
         dist.ports.append(
-            Port(name=trunk, description=f"trunk to {name} Gi0/0", peer=name, peer_port="GigabitEthernet0/0", vlans=[vlan])
+            Port(
+                name=trunk,
+                description=f"trunk to {name} Gi0/0",
+                peer=name,
+                peer_port="GigabitEthernet0/0",
+                vlans=[vlan],
+            )
         )
         dist.ports.append(
             Port(
@@ -141,7 +147,9 @@ def build(size: str) -> Network:
     for node in nodes:
         spare = f"GigabitEthernet{'2/0' if node.role != 'site' else '0/2'}"
         node.ports.append(Port(name=spare, description="spare", spare=True))
-        node.ports.append(Port(name="Loopback0", description="router id", address=f"{node.loopback}/32", physical=False))
+        node.ports.append(
+            Port(name="Loopback0", description="router id", address=f"{node.loopback}/32", physical=False)
+        )
     return Network(size=size, nodes=nodes, records=records)
 
 
