@@ -24,7 +24,6 @@ from ..evidence import _decode
 
 ALL = "*"
 LOG, INTERFACES, ERRORS = "show logging", "show interfaces description", "show interfaces counters errors"
-SWEEPS = [("device_log", LOG), ("interfaces", INTERFACES), ("error_counters", ERRORS)]
 MAX_ROUNDS = 5  # sweeps, two rounds of follow-ups, and room for a failed call
 
 
@@ -392,7 +391,7 @@ class Investigator:
         self, user_text: str, results: List[dict], tools: Set[str], message: str = "", system: str = ""
     ) -> Optional[dict]:
         if not results:
-            return {"tool_calls": [_call(tool, FB=ALL) for tool, _ in SWEEPS]}
+            return {"tool_calls": [_call("health", FB=ALL)]}  # one job: every device's three sweeps
         findings = Findings(results)
         calls = [c for c in follow_ups(findings) if c["name"] in tools]
         if calls and _rounds(results) < MAX_ROUNDS:

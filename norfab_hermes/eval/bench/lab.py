@@ -39,9 +39,9 @@ If you find a fault, name the one device and the one interface where it is
 it, and quote the lines that prove it. If nothing is wrong, say so."""
 
 
-def _sweep(description: str, command: str) -> Dict[str, Any]:
+def _sweep(description: str, *commands: str) -> Dict[str, Any]:
     return {
-        "description": f"{description} ({command}), on the devices named",
+        "description": f"{description} ({'; '.join(commands)}), on the devices named",
         "input_schema": {
             "type": "object",
             "properties": {
@@ -49,7 +49,7 @@ def _sweep(description: str, command: str) -> Dict[str, Any]:
                 "FL": {"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"}},
             },
         },
-        "norfab": {"service": "nornir", "task": "cli", "workers": "all", "kwargs": {"commands": [command]}},
+        "norfab": {"service": "nornir", "task": "cli", "workers": "all", "kwargs": {"commands": list(commands)}},
     }
 
 
@@ -87,6 +87,12 @@ def _record(description: str, task: str) -> Dict[str, Any]:
 
 
 TOOLS = {
+    "health": _sweep(
+        "The log, every interface's status and every port's error counters at once",
+        "show logging",
+        "show interfaces description",
+        "show interfaces counters errors",
+    ),
     "device_log": _sweep("Device log messages", "show logging"),
     "interfaces": _sweep("Every interface's status and description", "show interfaces description"),
     "ip_interfaces": _sweep("Every interface's address and status", "show ip interface brief"),
