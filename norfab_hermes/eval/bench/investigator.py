@@ -12,7 +12,7 @@ round of tool calls, all the round needs at once. Its score is the floor a
 real model must beat.
 
 The wrong models: ``always-healthy`` never finds a fault; ``first-device``
-names the first device the sweep lists; ``every-device`` names every device
+names the first device by name; ``every-device`` names every device
 at once, which must earn no localization credit.
 """
 
@@ -409,7 +409,7 @@ class AlwaysHealthy:
 
 
 class FirstDevice:
-    """A fault on the first device and port the interface sweep lists, whatever the network shows."""
+    """A fault on the first device (by name) and its first port, whatever the network shows."""
 
     def next_step(
         self, user_text: str, results: List[dict], tools: Set[str], message: str = "", system: str = ""
@@ -417,7 +417,7 @@ class FirstDevice:
         if not results:
             return {"tool_calls": [_call("interfaces", FB=ALL)]}
         seen, _ = observations(results)
-        device, command = next(iter(seen))
+        device, command = min(seen)  # the first by name: the same device whatever the network shows
         port = next(iter(_ports(seen[(device, command)][-1])), None)
         return _answer(_verdict("interface_admin_down", device, port, [device], []))
 
