@@ -131,41 +131,49 @@ class Findings:
 
 
 def follow_ups(f: Findings) -> List[Dict[str, str]]:
-    """The calls the sweeps (and earlier follow-ups) ask for that have not been made."""
+    """The calls the sweeps (and earlier follow-ups) ask for that have not been made.
+
+    A device-wide command goes to every device that needs it in one call (``FL``); a port's, one call each.
+    """
     calls: List[Dict[str, str]] = []
+    sweeps: Dict[Tuple[str, str], Set[str]] = {}
 
-    def want(tool: str, device: str, command: str, polls: int = 1, **arguments: Any) -> None:
-        if f.polls(device, command) < polls:
-            calls.append(_call(tool, **arguments))
+    def sweep(tool: str, command: str, device: str) -> None:
+        if f.polls(device, command) < 1:
+            sweeps.setdefault((tool, command), set()).add(device)
 
-    counting = [d for d in f.devices if any(f.errors(d, 0).values()) and f.polls(d, ERRORS) < 2]
-    if counting:  # a second poll tells a rising counter from an old one
-        calls.append(_call("error_counters", FL=counting))
+    def port(tool: str, command: str, device: str, interface: str) -> None:
+        if f.polls(device, command.format(interface)) < 1:
+            calls.append(_call(tool, FB=device, interface=interface))
+
+    # a second poll tells a rising counter from an old one
+    for device in f.devices:
+        if any(f.errors(device, 0).values()) and f.polls(device, ERRORS) < 2:
+            sweeps.setdefault(("error_counters", ERRORS), set()).add(device)
     for device, match, _ in f.logs(r"Rx power low alarm.* on (\S+)$"):
-        want("optics", device, f"show interfaces {match.group(1)} transceiver", FB=device, interface=match.group(1))
+        port("optics", "show interfaces {} transceiver", device, match.group(1))
     for device, _, _ in f.logs(r"%BGP-5-ADJCHANGE: neighbor \S+ Down"):
-        want("bgp_summary", device, "show ip bgp summary", FB=device)
-        want("ip_interfaces", device, "show ip interface brief", FB=device)
-    for device, port in f.ospf_ends():
-        want("ospf_interface", device, f"show ip ospf interface {port}", FB=device, interface=port)
-        want("interface_detail", device, f"show interfaces {port}", FB=device, interface=port)
-        want("ospf_interfaces", device, "show ip ospf interface brief", FB=device)
-    for device in sorted({d for d, _ in f.svis_down()}):
-        want("trunks", device, "show interfaces trunk", FB=device)
+        sweep("bgp_summary", "show ip bgp summary", device)
+        sweep("ip_interfaces", "show ip interface brief", device)
+    for device, interface in f.ospf_ends():
+        port("ospf_interface", "show ip ospf interface {}", device, interface)
+        port("interface_detail", "show interfaces {}", device, interface)
+        sweep("ospf_interfaces", "show ip ospf interface brief", device)
+    for device, _ in f.svis_down():
+        sweep("trunks", "show interfaces trunk", device)
     for device, _, _ in f.logs(r"%SEC-6-IPACCESSLOGP: list \S+ denied"):
-        want("access_lists", device, "show ip access-lists", FB=device)
+        sweep("access_lists", "show ip access-lists", device)
         if not f.record(device):
             calls.append(_call("site_record", name=device))
-    changed = [d for d in f.changed() if f.polls(d, "show ip route static") < 1]
-    if changed:  # what changed: a static route is wrong only against the records
-        calls.append(_call("static_routes", FL=changed))
-    for device in f.changed():
+    for device in f.changed():  # what changed: a static route is wrong only against the records
+        sweep("static_routes", "show ip route static", device)
         if re.search(r"^S\s", f.out(device, "show ip route static"), re.M):
-            want("ospf_neighbors", device, "show ip ospf neighbor", FB=device)
-            for port, (_, _, description) in f.ports(device).items():
+            sweep("ospf_neighbors", "show ip ospf neighbor", device)
+            for name, (_, _, description) in f.ports(device).items():
                 site = _peer(description)
-                if port.startswith("GigabitEthernet") and site and site.startswith("site") and not f.record(site):
+                if name.startswith("GigabitEthernet") and site and site.startswith("site") and not f.record(site):
                     calls.append(_call("site_record", name=site))
+    calls += [_call(tool, FL=sorted(devices)) for (tool, _), devices in sorted(sweeps.items())]
     unique = {c["name"] + c["arguments"]: c for c in calls}
     return list(unique.values())
 
