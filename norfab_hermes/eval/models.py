@@ -314,7 +314,7 @@ class BenchScenario(Strict):
 
 
 class BenchVerdict(BaseModel):
-    """The structured answer an agent gives (invoke's response_schema)."""
+    """The structured answer an agent gives (invoke's response_schema); keys a model adds are ignored."""
 
     fault_found: bool
     device: Optional[str] = None

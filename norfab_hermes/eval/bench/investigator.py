@@ -23,12 +23,13 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from ..evidence import _decode
 
 ALL = "*"
+RECORDS = "lab_records.site"
 LOG, INTERFACES, ERRORS = "show logging", "show interfaces description", "show interfaces counters errors"
-MAX_ROUNDS = 5  # sweeps, two rounds of follow-ups, and room for a failed call
+MAX_ROUNDS = 3  # the sweep and two rounds of follow-ups: a failed call is asked again once, never in a loop
 
 
 def observations(results: List[dict]) -> Tuple[Dict[Tuple[str, str], List[str]], List[str]]:
-    """Device outputs by (device, command), every poll in order; and the records' texts."""
+    """Device outputs by (device, command), every poll in order; and the records' texts (or why there is none)."""
     seen: Dict[Tuple[str, str], List[str]] = {}
     records: List[str] = []
     for result in results:
@@ -37,6 +38,7 @@ def observations(results: List[dict]) -> Tuple[Dict[Tuple[str, str], List[str]],
             continue
         for answer in (payload.get("workers") or {}).values():
             body = (answer or {}).get("result")
+            records += [str(error) for error in (answer or {}).get("errors") or [] if payload.get("task") == RECORDS]
             if isinstance(body, str):
                 records.append(body)
             elif isinstance(body, dict):
@@ -109,6 +111,10 @@ class Findings:
     def record(self, name: str) -> str:
         return next((text for text in self.records if re.search(rf"^device\s+{re.escape(name)}$", text, re.M)), "")
 
+    def asked(self, name: str) -> bool:
+        """Whether the site's record was read, or the records said why not."""
+        return bool(self.record(name)) or any(f"'{name}'" in text for text in self.records)
+
     def ospf_ends(self) -> List[Tuple[str, str]]:
         """Ports whose adjacency the log says went down (or hangs), on ports still up."""
         ends = []
@@ -163,7 +169,7 @@ def follow_ups(f: Findings) -> List[Dict[str, str]]:
         sweep("trunks", "show interfaces trunk", device)
     for device, _, _ in f.logs(r"%SEC-6-IPACCESSLOGP: list \S+ denied"):
         sweep("access_lists", "show ip access-lists", device)
-        if not f.record(device):
+        if not f.asked(device):
             calls.append(_call("site_record", name=device))
     for device in f.changed():  # what changed: a static route is wrong only against the records
         sweep("static_routes", "show ip route static", device)
@@ -171,7 +177,7 @@ def follow_ups(f: Findings) -> List[Dict[str, str]]:
             sweep("ospf_neighbors", "show ip ospf neighbor", device)
             for name, (_, _, description) in f.ports(device).items():
                 site = _peer(description)
-                if name.startswith("GigabitEthernet") and site and site.startswith("site") and not f.record(site):
+                if name.startswith("GigabitEthernet") and site and site.startswith("site") and not f.asked(site):
                     calls.append(_call("site_record", name=site))
     calls += [_call(tool, FL=sorted(devices)) for (tool, _), devices in sorted(sweeps.items())]
     unique = {c["name"] + c["arguments"]: c for c in calls}

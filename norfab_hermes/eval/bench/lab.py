@@ -211,7 +211,8 @@ def write_lab(network: Network, folder: Path, state: Path) -> Path:
             "workers": [
                 "fakenos-worker-1",
                 {"nornir-worker-1": {"depends_on": ["fakenos-worker-1"]}},
-                "records-worker-1",
+                # its records file is fetched at start: once FakeNOS fetched its own, file sharing answers
+                {"records-worker-1": {"depends_on": ["fakenos-worker-1"]}},
                 {WORKER: {"depends_on": ["nornir-worker-1", "records-worker-1"]}},
             ],
         },
