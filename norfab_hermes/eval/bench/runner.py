@@ -79,7 +79,7 @@ def run_scenario(
     return run
 
 
-def write(folder: Path, run: BenchRun, scenario: BenchScenario, response: Optional[str] = None) -> Path:
+def write(folder: Path, run: BenchRun, scenario: BenchScenario) -> Path:
     path = folder / "runs" / f"{run.model.replace('/', '_')}-{run.size}-{run.index:02d}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"scenario": scenario.model_dump(), "score": run.model_dump()}, indent=2))
