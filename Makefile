@@ -51,8 +51,13 @@ docs: env
 	NO_MKDOCS_2_WARNING=1 $(RUN) mkdocs build --strict
 
 # the operator jobs on the lab, scored (docs/evaluation.md); EVAL_ARGS="--repeats 3 ..."
+# the fault benchmark instead (docs/benchmark.md): BENCH="--size medium --scenarios 40 --seed 7"
 eval: env
+ifdef BENCH
+	$(RUN) python -m norfab_hermes.eval.bench $(BENCH)
+else
 	$(RUN) python -m norfab_hermes.eval $(EVAL_ARGS)
+endif
 
 demo: env
 	$(RUN) python examples/lab/demo.py

@@ -244,3 +244,108 @@ def load_jobs(folder: Any, only: Optional[List[str]] = None) -> List[Job]:
         if not jobs:
             raise ValueError(f"no job in {folder} starts with {', '.join(only)}")
     return jobs
+
+
+# The fault benchmark (norfab_hermes.eval.bench): the generated network, the scenarios, the verdict.
+
+
+class Port(Strict):
+    """One interface of a generated device."""
+
+    name: str
+    description: str
+    address: Optional[str] = Field(None, description="IPv4 address/prefix length; None for a layer-2 port")
+    peer: Optional[str] = Field(None, description="The device at the other end")
+    peer_port: Optional[str] = None
+    ospf: bool = Field(False, description="OSPF runs on it")
+    area: str = "0"
+    vlans: List[int] = Field([], description="A trunk's allowed VLANs")
+    physical: bool = True
+    spare: bool = Field(False, description="Unused and shut by design")
+
+
+class Node(Strict):
+    """One generated device: its role, ports, and what it peers with."""
+
+    name: str
+    role: Literal["core", "distribution", "site"]
+    loopback: str
+    ports: List[Port]
+    bgp: List[Dict[str, Any]] = Field([], description="BGP peers: address, remote_as, port, description")
+    statics: List[Dict[str, str]] = Field([], description="Static routes: prefix, next_hop")
+    acls: Dict[str, List[str]] = Field({}, description="Access lists by name, entries in order")
+
+    def port(self, name: str) -> Port:
+        return next(p for p in self.ports if p.name == name)
+
+
+class Network(Strict):
+    """A generated lab network of one size, with the records the operations team keeps."""
+
+    size: str
+    nodes: List[Node]
+    records: Dict[str, Any] = Field({}, description="sites and customers, served by the records worker")
+
+    def node(self, name: str) -> Node:
+        return next(n for n in self.nodes if n.name == name)
+
+
+class Fault(Strict):
+    """What one scenario injected (the ground truth), or nothing for a healthy one."""
+
+    kind: str = Field(..., description="A kind of the catalogue, or 'healthy'")
+    device: Optional[str] = None
+    interface: Optional[str] = Field(None, description="None for a fault that is not on one interface")
+    affected: List[str] = Field([], description="Devices the fault shows on, the faulty one included")
+    detail: Dict[str, Any] = Field({}, description="Kind-specific values the device models render")
+
+
+class BenchScenario(Strict):
+    """One scenario: its seed (replay it with --replay KIND:SEED), the fault, and the lab's background noise."""
+
+    index: int
+    seed: int
+    fault: Fault
+    noise: Dict[str, Any] = Field({}, description="Benign findings every scenario has: config logs, old counters")
+
+    @property
+    def healthy(self) -> bool:
+        return self.fault.kind == "healthy"
+
+
+class BenchVerdict(BaseModel):
+    """The structured answer an agent gives (invoke's response_schema); keys a model adds are ignored."""
+
+    fault_found: bool
+    device: Optional[str] = None
+    interface: Optional[str] = None
+    kind: Optional[str] = None
+    affected_devices: List[str] = []
+    evidence: List[Dict[str, Any]] = Field([], description="Lines quoted from tool results: device, command, line")
+
+
+class BenchRun(Strict):
+    """What one scenario's run left, scored."""
+
+    index: int
+    seed: int
+    size: str
+    model: str
+    truth: Fault
+    verdict: Optional[Dict[str, Any]] = Field(None, description="The structured answer, None when there is none")
+    structured_error: Optional[str] = None
+    stop_reason: str = ""
+    error: Optional[str] = None
+    tool_calls: int = 0
+    unsafe_calls: List[str] = []
+    evidence: int = 0
+    fabricated: List[str] = []
+    device_correct: bool = False
+    interface_correct: bool = False
+    kind_correct: bool = False
+    affected_jaccard: float = 0.0
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: Optional[float] = None
+    seconds: float = 0.0

@@ -21,6 +21,10 @@ log = logging.getLogger(__name__)
 class LabFakeNOSWorker(FakeNOSWorker):
     """FakeNOS worker whose ``nos_plugins`` may also be Python device models (``nf://...py``)."""
 
+    def call_network(self, network: str, method: str, *args: Any, timeout: float = 180, **kwargs: Any) -> Any:
+        """NorFab's, waiting longer: its 10 s are too few for a network of 80 devices to start on a busy host."""
+        return super().call_network(network, method, *args, timeout=timeout, **kwargs)
+
     def load_nos_plugins(self) -> List[Any]:
         loaded: List[Any] = []
         for name, url in (self.fakenos_inventory.get("nos_plugins") or {}).items():
