@@ -298,9 +298,11 @@ def test_the_asked_agents_approval_goes_to_the_callers_operator_and_only_to_one(
     assert '"ok": true' in result["response"]
     assert cleared() == before + 1
 
-    # a caller nobody answers for: the asked agent is not interactive either, and changes nothing
+    # a caller nobody answers for: the asked run is not interactive either, and its agent names no
+    # approvers, so its change never runs
     result = invoke(nf, "interfaces", "Get r1 fixed", worker=W1)
-    assert "this run is not interactive, so the operator cannot be asked" in result["response"], result["response"]
+    refusal = "a delegated run reaches a change only through the approval inbox with a named approver"
+    assert refusal in result["response"], result["response"]
     assert cleared() == before + 1
 
 

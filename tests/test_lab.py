@@ -147,7 +147,7 @@ def test_demo_investigates_the_lab_and_quotes_device_output():
     assert "nf# hermes history interfaces schedule r1-interfaces" in out
     assert "ok | due " in out
     assert "tool bounce_interface  refused" in out
-    assert "this run is not interactive" in out
+    assert "a scheduled run reaches a change only through the approval inbox with a named approver" in out
     assert "Recommended: 1187 CRC and 14 carrier transitions point at the physical layer" in out.replace(
         "**", ""
     ).replace("\n  ", " ")

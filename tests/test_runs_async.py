@@ -7,7 +7,7 @@ scheduled check too.
 
 import time
 
-from conftest import Lab, network_jobs, ok, run
+from conftest import Lab, eventually, network_jobs, ok, run
 
 WORKER = "hermes-worker-1"
 FB_SCHEMA = {"type": "object", "properties": {"FB": {"type": "string"}}, "required": ["FB"]}
@@ -19,6 +19,14 @@ BOUNCE = {
 AGENTS = {
     "alpha": {"instructions": "You are ALPHA."},
     "fixer": {"instructions": "You fix.", "toolsets": ["norfab"], "tools": {"bounce": BOUNCE}, "approval_timeout": 30},
+    # a scheduled run reaches a change only through the inbox with a named approver
+    "night-fixer": {
+        "instructions": "You fix at night.",
+        "toolsets": ["norfab"],
+        "tools": {"bounce": BOUNCE},
+        "approval_timeout": 30,
+        "approvers": ["night-lead"],
+    },
     "hasty": {
         "instructions": "You fix fast.",
         "toolsets": ["norfab"],
@@ -136,21 +144,22 @@ def test_a_scheduled_runs_approval_lands_in_the_same_inbox(lab):
     nf, base = lab
     before = len(shows_users(base))
     definition = {"name": "fix-r1", "prompt": 'CALL bounce {"FB": "r1"}', "schedule": "every 1h"}
-    ok(run(nf.client, "schedule", agent="fixer", action="create", definition=definition))
-    ok(run(nf.client, "schedule", agent="fixer", action="run", schedule_id="fix-r1"))
-    deadline = time.time() + 30
-    pending = []
-    while not pending and time.time() < deadline:
-        pending = ok(run(nf.client, "get_approvals", agent="fixer"))
-        time.sleep(0.3)
-    assert pending, "the scheduled run's approval did not reach the inbox"
-    ok(run(nf.client, "approve", approval_id=pending[0]["approval_id"], note="ok for the window"))
-    deadline = time.time() + 30
-    history = []
-    while not history and time.time() < deadline:
-        history = ok(run(nf.client, "schedule", agent="fixer", action="history", schedule_id="fix-r1"))["history"]
-        time.sleep(0.3)
-    assert history[0]["tool_calls"][0]["status"] == "completed"
+    ok(run(nf.client, "schedule", agent="night-fixer", action="create", definition=definition))
+    ok(run(nf.client, "schedule", agent="night-fixer", action="run", schedule_id="fix-r1"))
+    [approval] = eventually(
+        lambda: ok(run(nf.client, "get_approvals", agent="night-fixer")), "the scheduled run's approval in the inbox"
+    )
+    assert approval["approvers"] == ["night-lead"]
+    lead = nf.make_client(name="night-lead")
+    try:
+        ok(run(lead, "approve", approval_id=approval["approval_id"], note="ok for the window"))
+    finally:
+        lead.destroy()
+    [ran] = eventually(
+        lambda: ok(run(nf.client, "schedule", agent="night-fixer", action="history", schedule_id="fix-r1"))["history"],
+        "the scheduled run's history",
+    )
+    assert ran["tool_calls"][0]["status"] == "completed"
     assert len(shows_users(base)) == before + 1
 
 
