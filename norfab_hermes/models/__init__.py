@@ -83,7 +83,9 @@ from .definitions import (
     check_agent_name,
     parse_agent,
     parse_inventory,
+    parse_operators,
 )
+from .identity import KEY_TYPES, OperatorDefinition, ProofClaim, Role, public_key_line
 from .inputs import (
     AcknowledgeInput,
     AgentAction,
@@ -146,6 +148,8 @@ from .results import (
     ManageAgentResult,
     ManageAgentResultData,
     Provenance,
+    ReloadOperatorsResult,
+    ReloadOperatorsResultData,
     RunEvent,
     RunStateData,
     RunUsage,
@@ -164,6 +168,14 @@ from .results import (
 )
 
 __all__ = [
+    "parse_operators",
+    "ReloadOperatorsResult",
+    "ReloadOperatorsResultData",
+    "KEY_TYPES",
+    "OperatorDefinition",
+    "ProofClaim",
+    "Role",
+    "public_key_line",
     "AcknowledgeInput",
     "InventoryError",
     "ActiveRun",

@@ -14,6 +14,7 @@ from pydantic import (
     PositiveInt,
     StrictBool,
     StrictStr,
+    TypeAdapter,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -26,6 +27,7 @@ from ..safety.tool_class import ToolClass
 from .base import StrictModel, describe_validation_error
 from .carryover import Criterion, check_json_schema, parse_duration
 from .changes import ChangeFields, ChangePolicy, WorkflowDefinition
+from .identity import OperatorDefinition
 
 RecordKind = Literal["sessions", "schedules", "evidence"]
 
@@ -459,6 +461,12 @@ class HermesInventory(StrictModel):
     evidence_retention_days: PositiveInt = Field(
         30, description="Days every tool result is kept as evidence (artifacts) before it is deleted"
     )
+    operators: Union[StrictStr, Dict[StrictStr, OperatorDefinition]] = Field(
+        {},
+        description="Operators by name (or an nf:// YAML file of them, read again by reload_operators): their SSH "
+        "public keys and roles per agent pattern. Once any is set, every task but get_version needs a request "
+        "signed by an operator's key (docs/security.md#operators-and-keys); none: any NorFab client can act",
+    )
     hermes_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING",
         description="Level of Hermes' own log files (agent.log, gateway.log); INFO records every turn's steps "
@@ -490,6 +498,17 @@ class HermesInventory(StrictModel):
         for name in value:
             check_agent_name(name)
         return value
+
+
+OPERATORS = TypeAdapter(Dict[StrictStr, OperatorDefinition])
+
+
+def parse_operators(data: Any, where: str) -> Dict[str, OperatorDefinition]:
+    """Operators from an nf:// file's YAML; errors name the file and the field."""
+    try:
+        return OPERATORS.validate_python(data or {})
+    except ValidationError as error:
+        raise InventoryError(describe_validation_error(error, where)) from None
 
 
 def check_agent_name(name: str) -> str:

@@ -305,6 +305,13 @@ class WorkerStatus(StrictModel):
     changes: ChangesStatus = Field(
         ChangesStatus(), description="Device locks, open breakers and changes of unknown outcome"
     )
+    identity: StrictStr = Field("", description="Who may act on this worker: signed operators, or any client")
+
+
+class ReloadOperatorsResultData(StrictModel):
+    worker: StrictStr = Field(..., description="Worker name")
+    operators: Dict[StrictStr, List[StrictStr]] = Field({}, description="Operator name to key fingerprints, as now")
+    identity: StrictStr = Field(..., description="Who may act on this worker now")
 
 
 class ManageAgentResultData(StrictModel):
@@ -421,6 +428,10 @@ class ScheduleResult(Result):
 
 class InterruptResult(Result):
     result: Union[None, InterruptResultData] = Field(None, description="Interrupt acknowledgement")
+
+
+class ReloadOperatorsResult(Result):
+    result: Union[None, ReloadOperatorsResultData] = Field(None, description="The operators the worker takes now")
 
 
 class GetVersionResult(Result):

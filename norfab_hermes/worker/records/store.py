@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ...identity.gate import SIGNED
 from ...models import (
     ApprovalInfo,
     AuditPage,
@@ -152,6 +153,8 @@ class Records:
         """An audit entry in the caller's transaction; an entry of a run of a case names the case."""
         if run_id and (case_id := runs.case_of(db, run_id)):
             data = {**(data or {}), "case_id": case_id}
+        if (signed := SIGNED.get()) is not None:  # the operator's proof, for verify_audit to check again
+            data = {**(data or {}), "signed": signed.audit()}
         audit.append(db, self.worker, kind, agent, run_id, actor, data)
 
     # --------------------------------------------------------------- usage

@@ -20,9 +20,11 @@ from norfab.core.worker import Task
 from norfab.models import Result
 from pydantic import ValidationError
 
-from ...errors import INTERNAL_ERROR, HermesError, InvalidRequest, failure
+from ...errors import INTERNAL_ERROR, HermesError, InvalidRequest, NotAllowed, failure
+from ...identity import ProofRefused
+from ...identity.gate import SIGNED
 from ...models import describe_validation_error
-from ...norfab_compat import worker_tasks
+from ...norfab_compat import sender_of, worker_tasks
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,21 @@ class HermesTask(Task):
 
         @functools.wraps(function)
         def answering(*args: Any, **kwargs: Any) -> Result:
+            proof = kwargs.pop("proof", None)
+            worker = args[0] if args else None
+            gate = getattr(worker, "identity", None)
+            job = kwargs.get("job")
+            signed = None
+            if gate is not None and gate.enabled:
+                arguments = {k: v for k, v in kwargs.items() if k not in INJECTED}
+                try:
+                    signed = gate.check(name, arguments, sender_of(job), proof)
+                except ProofRefused as refused:
+                    worker.refused_request(name, arguments, sender_of(job), refused)
+                    return failed(str(refused), NotAllowed.code)
+                if signed is not None and job is not None:
+                    job.operator = signed.operator  # who acts, for every record of this task
+            token = SIGNED.set(signed)
             try:
                 return norfab_wrapper(*args, **kwargs)
             except ValidationError as error:
@@ -95,6 +112,8 @@ class HermesTask(Task):
                     "the worker log has the details",
                     INTERNAL_ERROR,
                 )
+            finally:
+                SIGNED.reset(token)
 
         worker_tasks().update(self.make_task_schema(answering))
         return answering
