@@ -282,8 +282,11 @@ class AgentDefinition(StrictModel):
     )
     approvers: List[StrictStr] = Field(
         [],
-        description="NorFab client names that may approve or deny this agent's approval-gated tool calls; "
-        "empty: any client that reaches the broker (NorFab 0.25 has no user identity)",
+        description="NorFab client names (operator names once the worker has operators) that may approve or deny "
+        "this agent's approval-gated tool calls; empty: any client that reaches the broker (any approver operator)",
+    )
+    approvals_required: PositiveInt = Field(
+        1, description="Different approvers an approval-gated call needs before it runs, e.g. 2 for four eyes"
     )
     max_tokens: Union[None, PositiveInt] = Field(
         None,

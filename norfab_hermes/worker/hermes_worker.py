@@ -173,9 +173,11 @@ class HermesWorker(
                 errors[name] = str(error)
         root = Path(inventory.hermes_home or os.path.join(self.base_dir, "hermes"))
         make_private(root)
-        return HermesHost(
+        host = HermesHost(
             self.name, root, inventory, agents, errors, client=self.client, definition_of=self._inventory_definition
         )
+        host.approvals.identity = self.identity
+        return host
 
     def _load_reference(self, name: str, reference: AgentReference) -> AgentDefinition:
         # at start-up the filesharing worker may not be ready yet: try for a while

@@ -14,7 +14,7 @@ traceback. This subclass puts one more wrapper around NorFab's:
 
 import functools
 import logging
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from norfab.core.worker import Task
 from norfab.models import Result
@@ -67,6 +67,12 @@ def hide_builtin_tasks() -> None:
         if entry is not None:
             entry["schema"]["fastapi"] = False
             entry["schema"]["mcp"] = False
+
+
+def signed_subject() -> Optional[str]:
+    """The digest the current request's proof signs as its subject (a decision's change), if any."""
+    signed = SIGNED.get()
+    return signed.subject if signed else None
 
 
 def failed(message: str, code: str) -> Result:
