@@ -91,7 +91,7 @@ class IdentityGate:
             raise ProofRefused(
                 f"{task} needs a proof: worker '{self.worker}' only takes requests signed by an operator's SSH key; "
                 "sign with the nf# shell or the Python client (identity configured), or pass proof= "
-                "(mint one with 'hermes proof')"
+                "(mint one with python -m norfab_hermes.identity)"
             )
         try:
             claim, message, signature = proofs.parse(proof)

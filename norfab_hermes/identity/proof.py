@@ -77,9 +77,7 @@ def parse(proof: str) -> Tuple[ProofClaim, bytes, str]:
     except ValidationError as error:
         raise SignatureError(describe_validation_error(error, "proof claim")) from None
     except (ValueError, KeyError, TypeError):
-        raise SignatureError(
-            "not a hermes proof: mint one with norfab_hermes.identity.mint or 'hermes proof'"
-        ) from None
+        raise SignatureError("not a hermes proof: mint one with python -m norfab_hermes.identity") from None
     if not isinstance(signature, str):
         raise SignatureError("not a hermes proof: its signature is not an armored SSH signature")
     return claim, canonical(wire["claim"]), signature

@@ -23,11 +23,13 @@ class Hermes:
     Args:
         client: NorFab ``NFPClient``, e.g. ``nf.make_client()``.
         timeout: seconds to wait for the broker and for control tasks.
+        signer: signs every request for its operator: ``identity.signer_for(path)``; by default the key
+            of ``NORFAB_HERMES_KEY`` when set; None sends unsigned requests.
     """
 
-    def __init__(self, client: Any, timeout: float = BROKER_TIMEOUT) -> None:
+    def __init__(self, client: Any, timeout: float = BROKER_TIMEOUT, signer: Any = "configured") -> None:
         self.client = client
-        self.router = Router(client, timeout)
+        self.router = Router(client, timeout, signer)
 
     def agents(self, workers: Selector = None) -> Dict[str, dict]:
         """Agents of the selected workers: ``{worker: Result}``, each result a list of agent summaries."""
