@@ -57,7 +57,7 @@ class TaskInput(BaseModel):
     proof: Union[None, StrictStr] = Field(
         None,
         description="An operator's signed proof for this request, when the worker has operators: the nf# shell and "
-        "the Python client add it; REST and MCP callers mint one (hermes proof, norfab_hermes.identity.mint)",
+        "the Python client add it; REST and MCP callers mint one (python -m norfab_hermes.identity, or norfab_hermes.identity.mint)",
     )
 
 

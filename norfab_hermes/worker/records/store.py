@@ -217,9 +217,10 @@ class Records:
         with self.db.reading() as db:
             return audit.page(db, after, limit, **filters)
 
-    def verify(self) -> AuditVerifyData:
+    def verify(self, keys: Optional[Dict[str, str]] = None) -> AuditVerifyData:
+        """The audit chain checked; operators' signatures against ``keys`` (fingerprint to operator) when given."""
         with self.db.reading() as db:
-            return audit.verify(db, self.worker)
+            return audit.verify(db, self.worker, keys)
 
     # ----------------------------------------------------------- lifecycle
 
