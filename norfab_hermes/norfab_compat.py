@@ -11,6 +11,7 @@ import logging
 from typing import Any, Dict, List, Optional
 
 from .errors import UNKNOWN_TASK, failure
+from .identity.gate import SIGNED
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,8 @@ def client_of(job: Any) -> Optional[str]:
 
     NorFab 0.25 carries no verified user: without operators the name is whatever the client chose.
     """
-    return getattr(job, "operator", None) or sender_of(job)
+    signed = SIGNED.get()  # set by the worker for the task it runs, once the proof held
+    return signed.operator if signed is not None else sender_of(job)
 
 
 def sender_of(job: Any) -> Optional[str]:

@@ -52,7 +52,7 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # |----------------------|--------------------------------------------------------------------|
 # | errors, safety       | nothing of the package                                             |
 # | identity             | models, errors, safety (proof checking: used by workers and clients)|
-# | norfab_compat        | errors                                                             |
+# | norfab_compat        | errors, identity (the verified operator a task acts for)           |
 # | models               | errors, safety                                                     |
 # | testing              | models, errors, safety                                             |
 # | client side: routing,| the pure rooms (models, errors, safety, norfab_compat) and the     |
@@ -99,7 +99,7 @@ BELOW_HOST = {
 ROOMS = {
     "errors": set(),
     "safety": set(),
-    "norfab_compat": {"errors"},
+    "norfab_compat": {"errors", "identity"},
     "identity": {"models", "errors", "safety"},
     "models": {"errors", "safety"},
     "testing": {"models", "errors", "safety"},

@@ -56,6 +56,7 @@ class TaskInput(BaseModel):
     # checked by the worker before the task runs (worker/tasks/base.py), never by the task itself
     proof: Union[None, StrictStr] = Field(
         None,
+        exclude=True,
         description="An operator's signed proof for this request, when the worker has operators: the nf# shell and "
         "the Python client add it; REST and MCP callers mint one (python -m norfab_hermes.identity, or norfab_hermes.identity.mint)",
     )

@@ -71,6 +71,17 @@ class Hermes:
             kwargs["case_id"] = case_id
         return self.router.one("invoke", target, kwargs, timeout=invoke_job_timeout(timeout))
 
+    def approve(self, approval_id: str, note: Optional[str] = None, workers: Selector = None) -> Dict[str, dict]:
+        """Approve a waiting call: ``{worker: Result}`` of the worker that knows ``approval_id``.
+
+        With operators, the proof signs this approval's change digest, read from the worker first.
+        """
+        return self.router.decide("approve", approval_id, note, workers)
+
+    def deny(self, approval_id: str, note: Optional[str] = None, workers: Selector = None) -> Dict[str, dict]:
+        """Deny a waiting call: ``{worker: Result}`` of the worker that knows ``approval_id``."""
+        return self.router.decide("deny", approval_id, note, workers)
+
     def command(self, agent: str, command: str, session_id: Optional[str] = None, workers: Selector = None) -> dict:
         """Run a native slash command such as ``/usage`` in the agent's (session's) chat."""
         target = self.router.resolve(agent, workers, session_id)

@@ -92,7 +92,7 @@ class HermesTask(Task):
             proof = kwargs.pop("proof", None)
             worker = args[0] if args else None
             gate = getattr(worker, "identity", None)
-            job = kwargs.get("job")
+            job = kwargs.get("job")  # NorFab's Job: who sent it, under the name it chose
             signed = None
             if gate is not None and gate.enabled:
                 arguments = {k: v for k, v in kwargs.items() if k not in INJECTED}
@@ -101,8 +101,6 @@ class HermesTask(Task):
                 except ProofRefused as refused:
                     worker.refused_request(name, arguments, sender_of(job), refused)
                     return failed(str(refused), NotAllowed.code)
-                if signed is not None and job is not None:
-                    job.operator = signed.operator  # who acts, for every record of this task
             token = SIGNED.set(signed)
             try:
                 return norfab_wrapper(*args, **kwargs)
