@@ -468,7 +468,7 @@ class HermesInventory(StrictModel):
         {},
         description="Operators by name (or an nf:// YAML file of them, read again by reload_operators): their SSH "
         "public keys and roles per agent pattern. Once any is set, every task but get_version needs a request "
-        "signed by an operator's key (docs/security.md#operators-and-keys); none: any NorFab client can act",
+        "signed by an operator's key (docs/safety.md#operators-and-keys); none: any NorFab client can act",
     )
     hermes_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING",

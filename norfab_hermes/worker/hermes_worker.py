@@ -112,7 +112,7 @@ class HermesWorker(
         if not self.identity.enabled:
             return (
                 "no operators configured: ANY NorFab client that reaches the broker can act under any name "
-                "(docs/security.md#operators-and-keys)"
+                "(docs/safety.md#operators-and-keys)"
             )
         operators = ", ".join(sorted(self.identity.operators))
         return f"requests must be signed by an operator's SSH key ({len(self.identity.operators)}: {operators})"
