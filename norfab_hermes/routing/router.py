@@ -109,6 +109,8 @@ class Router:
         self, task: str, workers: List[str], kwargs: Dict[str, Any], subject: Optional[str] = None
     ) -> Dict[str, Any]:
         """A job's arguments with the operator's proof for exactly this job (none without a key)."""
+        if self.signer is None:
+            return kwargs
         return signed(self.signer, self.client.name, task, list(workers), kwargs, subject)
 
     # ---------------------------------------------------------------- workers
