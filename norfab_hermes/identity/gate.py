@@ -57,6 +57,7 @@ class IdentityGate:
         self.worker = worker
         self._lock = threading.Lock()
         self._nonces: Dict[str, float] = {}
+        self.closed: Optional[str] = None  # why every request is refused: operators named but unreadable
         self.load(operators)
 
     def load(self, operators: Dict[str, OperatorDefinition]) -> None:
@@ -66,11 +67,15 @@ class IdentityGate:
             for line in operator.keys:
                 keys[key_blob(line)] = name
         with self._lock:
-            self.operators, self._keys = dict(operators), keys
+            self.operators, self._keys, self.closed = dict(operators), keys, None
+
+    def close(self, reason: str) -> None:
+        """Refuse every request: the inventory names operators the worker could not read (fail closed)."""
+        self.closed = reason
 
     @property
     def enabled(self) -> bool:
-        return bool(self.operators)
+        return bool(self.operators) or self.closed is not None
 
     def public_keys(self) -> Dict[str, str]:
         """Fingerprint to operator, for a check of audit entries."""
@@ -87,6 +92,8 @@ class IdentityGate:
         """The verified operator of a request, None when identity is off or the task is unsigned; else ProofRefused."""
         if not self.enabled or task in UNSIGNED:
             return None
+        if self.closed is not None:
+            raise ProofRefused(self.closed)
         if not proof:
             raise ProofRefused(
                 f"{task} needs a proof: worker '{self.worker}' only takes requests signed by an operator's SSH key; "

@@ -91,7 +91,13 @@ class HermesWorker(
         started = time.time()
         try:
             self.hermes_inventory = self.load_inventory() or {}
-            self.identity.load(self._operators(self.hermes_inventory))
+            try:
+                self.identity.load(self._operators(self.hermes_inventory))
+            except InventoryError as error:
+                self.identity.close(
+                    f"worker '{self.name}' refuses every request: {error}; fix it and restart the worker"
+                )
+                raise
             self.host = self._make_host()
             self.host.start()
         except Exception as error:
@@ -109,6 +115,8 @@ class HermesWorker(
 
     def identity_line(self) -> str:
         """One line: who may act on this worker."""
+        if self.identity.closed is not None:
+            return self.identity.closed
         if not self.identity.enabled:
             return (
                 "no operators configured: ANY NorFab client that reaches the broker can act under any name "

@@ -77,5 +77,8 @@ def test_the_gate_checks_every_field_of_the_claim(tmp_path):
         gate.check("invoke", args, "c1", mint(alice, "invoke", ["w2"], args, "c1"))
     assert signature_problem(1, {"signed": verified.audit()}, gate.public_keys()) is None
     assert "belongs to no operator" in signature_problem(1, {"signed": verified.audit()}, {})
+    gate.close("operators could not be read")
+    with pytest.raises(ProofRefused, match="could not be read"):
+        gate.check("invoke", args, "c1", mint(alice, "invoke", ["w1"], args, "c1"))
     gate.load({})
     assert gate.check("invoke", args, "c1", None) is None  # no operators: as before
