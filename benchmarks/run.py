@@ -3,7 +3,7 @@ Run every benchmark in one process and write benchmarks/results/results.md
 and results.json. Speed and memory are reported as ratios and absolute
 numbers from one run on this machine; nothing here is a pass/fail test.
 
-usage: python benchmarks/run.py [name ...]   (names: hosting, tools, concurrency, schedules, fleet, records)
+usage: python benchmarks/run.py [name ...]   (names: hosting, tools, concurrency, schedules, fleet, records, identity)
 """
 
 import json
@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import bench_concurrency  # noqa: E402
 import bench_fleet  # noqa: E402
 import bench_hosting  # noqa: E402
+import bench_identity  # noqa: E402
 import bench_records  # noqa: E402
 import bench_schedules  # noqa: E402
 import bench_tools  # noqa: E402
@@ -31,6 +32,7 @@ BENCHMARKS = {
     "schedules": bench_schedules,
     "fleet": bench_fleet,
     "records": bench_records,
+    "identity": bench_identity,
 }
 RESULTS = Path(__file__).parent / "results"
 

@@ -11,6 +11,7 @@ import logging
 from typing import Any, Dict, List, Optional
 
 from .errors import UNKNOWN_TASK, failure
+from .identity.gate import SIGNED
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,15 @@ def client_jobs(client: Any, service: str, task: str, last: int) -> List[Dict[st
 
 
 def client_of(job: Any) -> Optional[str]:
-    """The name of the NorFab client that sent ``job`` (NorFab 0.25 carries no verified user)."""
+    """Who sent ``job``: the operator whose signed proof the worker verified, else the NorFab client's name.
+
+    NorFab 0.25 carries no verified user: without operators the name is whatever the client chose.
+    """
+    signed = SIGNED.get()  # set by the worker for the task it runs, once the proof held
+    return signed.operator if signed is not None else sender_of(job)
+
+
+def sender_of(job: Any) -> Optional[str]:
+    """The name the NorFab client that sent ``job`` gave itself (what a proof names as its client)."""
     address = getattr(job, "client_address", None)
     return address.decode(errors="replace") if isinstance(address, bytes) else address

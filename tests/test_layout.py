@@ -51,7 +51,8 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # | room                 | may import                                                         |
 # |----------------------|--------------------------------------------------------------------|
 # | errors, safety       | nothing of the package                                             |
-# | norfab_compat        | errors                                                             |
+# | identity             | models, errors, safety (proof checking: used by workers and clients)|
+# | norfab_compat        | errors, identity (the verified operator a task acts for)           |
 # | models               | errors, safety                                                     |
 # | testing              | models, errors, safety                                             |
 # | client side: routing,| the pure rooms (models, errors, safety, norfab_compat) and the     |
@@ -79,7 +80,7 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 #
 # So nothing below worker/host.py imports host.py, hermes_worker.py or
 # worker/tasks/; the tasks reach Hermes only through the host.
-PURE = {"errors", "safety", "models", "norfab_compat"}
+PURE = {"errors", "safety", "models", "norfab_compat", "identity"}
 CLIENT = {"routing", "nfcli_shell", "nfcli", "eval"}
 BELOW_HOST = {
     "files",
@@ -98,7 +99,8 @@ BELOW_HOST = {
 ROOMS = {
     "errors": set(),
     "safety": set(),
-    "norfab_compat": {"errors"},
+    "norfab_compat": {"errors", "identity"},
+    "identity": {"models", "errors", "safety"},
     "models": {"errors", "safety"},
     "testing": {"models", "errors", "safety"},
     **{room: PURE | CLIENT for room in CLIENT},

@@ -84,7 +84,9 @@ from .definitions import (
     check_agent_name,
     parse_agent,
     parse_inventory,
+    parse_operators,
 )
+from .identity import KEY_TYPES, OperatorDefinition, ProofClaim, Role, public_key_line
 from .inputs import (
     AcknowledgeInput,
     AgentAction,
@@ -147,6 +149,8 @@ from .results import (
     ManageAgentResult,
     ManageAgentResultData,
     Provenance,
+    ReloadOperatorsResult,
+    ReloadOperatorsResultData,
     RunEvent,
     RunStateData,
     RunUsage,
@@ -165,6 +169,14 @@ from .results import (
 )
 
 __all__ = [
+    "parse_operators",
+    "ReloadOperatorsResult",
+    "ReloadOperatorsResultData",
+    "KEY_TYPES",
+    "OperatorDefinition",
+    "ProofClaim",
+    "Role",
+    "public_key_line",
     "AcknowledgeInput",
     "InventoryError",
     "ActiveRun",

@@ -5,12 +5,13 @@ field and the fix when they refuse input.
 
 import re
 from importlib import import_module
-from typing import Annotated, List
+from typing import Annotated, List, Union
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Field,
     StrictStr,
     ValidationError,
 )
@@ -51,6 +52,14 @@ def _allowed_keys(model_name: str) -> List[str]:
 
 class TaskInput(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=True)
+
+    # checked by the worker before the task runs (worker/tasks/base.py), never by the task itself
+    proof: Union[None, StrictStr] = Field(
+        None,
+        exclude=True,
+        description="An operator's signed proof for this request, when the worker has operators: the nf# shell and "
+        "the Python client add it; REST and MCP callers mint one (python -m norfab_hermes.identity, or norfab_hermes.identity.mint)",
+    )
 
 
 def check_case_id(value: str) -> str:

@@ -111,6 +111,9 @@ class ChangeFields(StrictModel):
         None,
         description="NorFab client names that may approve or deny this tool's calls; default: the agent's approvers",
     )
+    approvals_required: Union[None, PositiveInt] = Field(
+        None, description="Different approvers this tool's calls need (four eyes: 2); default: the agent's"
+    )
 
     _windows = field_validator("windows")(check_windows)
 

@@ -14,6 +14,7 @@ from pydantic import (
     PositiveInt,
     StrictBool,
     StrictStr,
+    TypeAdapter,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -26,6 +27,7 @@ from ..safety.tool_class import ToolClass
 from .base import StrictModel, describe_validation_error
 from .carryover import Criterion, check_json_schema, parse_duration
 from .changes import ChangeFields, ChangePolicy, WorkflowDefinition
+from .identity import OperatorDefinition
 
 RecordKind = Literal["sessions", "schedules", "evidence"]
 
@@ -280,8 +282,11 @@ class AgentDefinition(StrictModel):
     )
     approvers: List[StrictStr] = Field(
         [],
-        description="NorFab client names that may approve or deny this agent's approval-gated tool calls; "
-        "empty: any client that reaches the broker (NorFab 0.25 has no user identity)",
+        description="NorFab client names (operator names once the worker has operators) that may approve or deny "
+        "this agent's approval-gated tool calls; empty: any client that reaches the broker (any approver operator)",
+    )
+    approvals_required: PositiveInt = Field(
+        1, description="Different approvers an approval-gated call needs before it runs, e.g. 2 for four eyes"
     )
     max_tokens: Union[None, PositiveInt] = Field(
         None,
@@ -477,6 +482,12 @@ class HermesInventory(StrictModel):
     evidence_retention_days: PositiveInt = Field(
         30, description="Days every tool result is kept as evidence (artifacts) before it is deleted"
     )
+    operators: Union[StrictStr, Dict[StrictStr, OperatorDefinition]] = Field(
+        {},
+        description="Operators by name (or an nf:// YAML file of them, read again by reload_operators): their SSH "
+        "public keys and roles per agent pattern. Once any is set, every task but get_version needs a request "
+        "signed by an operator's key (docs/safety.md#operators-and-keys); none: any NorFab client can act",
+    )
     hermes_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING",
         description="Level of Hermes' own log files (agent.log, gateway.log); INFO records every turn's steps "
@@ -508,6 +519,17 @@ class HermesInventory(StrictModel):
         for name in value:
             check_agent_name(name)
         return value
+
+
+OPERATORS = TypeAdapter(Dict[StrictStr, OperatorDefinition])
+
+
+def parse_operators(data: Any, where: str) -> Dict[str, OperatorDefinition]:
+    """Operators from an nf:// file's YAML; errors name the file and the field."""
+    try:
+        return OPERATORS.validate_python(data or {})
+    except ValidationError as error:
+        raise InventoryError(describe_validation_error(error, where)) from None
 
 
 def check_agent_name(name: str) -> str:

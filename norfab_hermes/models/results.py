@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Literal, Union
 from norfab.models import Result
 from pydantic import (
     Field,
+    PositiveInt,
     StrictBool,
     StrictStr,
 )
@@ -102,6 +103,12 @@ class ApprovalInfo(StrictModel):
     decided_by: Union[None, StrictStr] = Field(None, description="NorFab client that approved or denied")
     note: Union[None, StrictStr] = Field(None, description="The decider's note")
     approvers: List[StrictStr] = Field([], description="NorFab clients that may decide it; empty: any client")
+    requested_by: Union[None, StrictStr] = Field(None, description="Who started the run (operator or client)")
+    approvals_required: PositiveInt = Field(1, description="Different approvers needed before the call runs")
+    approved_by: List[StrictStr] = Field([], description="Who has approved so far, while more approvals are needed")
+    may_decide: List[StrictStr] = Field(
+        [], description="With operators: who may still decide it (approvers for its agent, not its requester)"
+    )
     devices: List[StrictStr] = Field([], description="For a change: the devices it names")
     preview: Dict[StrictStr, StrictStr] = Field(
         {}, description="For a change: what it would do, per device (dry run or a read-only tool)"
@@ -305,6 +312,13 @@ class WorkerStatus(StrictModel):
     changes: ChangesStatus = Field(
         ChangesStatus(), description="Device locks, open breakers and changes of unknown outcome"
     )
+    identity: StrictStr = Field("", description="Who may act on this worker: signed operators, or any client")
+
+
+class ReloadOperatorsResultData(StrictModel):
+    worker: StrictStr = Field(..., description="Worker name")
+    operators: Dict[StrictStr, List[StrictStr]] = Field({}, description="Operator name to key fingerprints, as now")
+    identity: StrictStr = Field(..., description="Who may act on this worker now")
 
 
 class ManageAgentResultData(StrictModel):
@@ -422,6 +436,10 @@ class ScheduleResult(Result):
 
 class InterruptResult(Result):
     result: Union[None, InterruptResultData] = Field(None, description="Interrupt acknowledgement")
+
+
+class ReloadOperatorsResult(Result):
+    result: Union[None, ReloadOperatorsResultData] = Field(None, description="The operators the worker takes now")
 
 
 class GetVersionResult(Result):

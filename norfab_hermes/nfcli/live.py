@@ -156,7 +156,11 @@ def run_turn(
         kwargs["case_id"] = case_id
     with CtrlC() as ctrl_c:
         future = router.client.submit_job(
-            SERVICE, "invoke", kwargs=kwargs, workers=target.worker, timeout=invoke_job_timeout(timeout)
+            SERVICE,
+            "invoke",
+            kwargs=router.signed("invoke", [target.worker], kwargs),
+            workers=target.worker,
+            timeout=invoke_job_timeout(timeout),
         )
         run_id, interrupting, question = None, False, None
         stream = ReplyStream(console)

@@ -84,6 +84,9 @@ def status_view(replies: Dict[str, dict]) -> RenderableType:
             [worker, ready, agents, f"{len(status.active_runs)}/{status.max_concurrent_runs}", status.threads]
         )
         errors.extend(Text(f"{worker}: {error}", style="red") for error in status.errors)
+        if status.identity:  # who may act: one line, yellow while any client can
+            open_door = status.identity.startswith("no operators")
+            errors.append(Text(f"{worker}: {status.identity}", style="yellow" if open_door else ""))
         runs.extend(
             [worker, run.run_id, run.agent, run.session_id, short_time(run.started), run.schedule_id]
             for run in status.active_runs

@@ -23,11 +23,13 @@ class Hermes:
     Args:
         client: NorFab ``NFPClient``, e.g. ``nf.make_client()``.
         timeout: seconds to wait for the broker and for control tasks.
+        signer: signs every request for its operator: ``identity.signer_for(path)``; by default the key
+            of ``NORFAB_HERMES_KEY`` when set; None sends unsigned requests.
     """
 
-    def __init__(self, client: Any, timeout: float = BROKER_TIMEOUT) -> None:
+    def __init__(self, client: Any, timeout: float = BROKER_TIMEOUT, signer: Any = "configured") -> None:
         self.client = client
-        self.router = Router(client, timeout)
+        self.router = Router(client, timeout, signer)
 
     def agents(self, workers: Selector = None) -> Dict[str, dict]:
         """Agents of the selected workers: ``{worker: Result}``, each result a list of agent summaries."""
@@ -68,6 +70,17 @@ class Hermes:
         if case_id:
             kwargs["case_id"] = case_id
         return self.router.one("invoke", target, kwargs, timeout=invoke_job_timeout(timeout))
+
+    def approve(self, approval_id: str, note: Optional[str] = None, workers: Selector = None) -> Dict[str, dict]:
+        """Approve a waiting call: ``{worker: Result}`` of the worker that knows ``approval_id``.
+
+        With operators, the proof signs this approval's change digest, read from the worker first.
+        """
+        return self.router.decide("approve", approval_id, note, workers)
+
+    def deny(self, approval_id: str, note: Optional[str] = None, workers: Selector = None) -> Dict[str, dict]:
+        """Deny a waiting call: ``{worker: Result}`` of the worker that knows ``approval_id``."""
+        return self.router.decide("deny", approval_id, note, workers)
 
     def command(self, agent: str, command: str, session_id: Optional[str] = None, workers: Selector = None) -> dict:
         """Run a native slash command such as ``/usage`` in the agent's (session's) chat."""

@@ -45,7 +45,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..errors import NOT_HERE, error_code
-from ..models import AgentSummary, WorkerStatus
+from ..identity.client import configured_signer, signed
+from ..models import AgentSummary, ApprovalInfo, WorkerStatus
 from ..norfab_compat import client_jobs
 
 SERVICE = "hermes"
@@ -98,9 +99,19 @@ class Router:
         timeout: seconds to wait for the broker and for control tasks.
     """
 
-    def __init__(self, client: Any, timeout: float = BROKER_TIMEOUT) -> None:
+    def __init__(self, client: Any, timeout: float = BROKER_TIMEOUT, signer: Any = "configured") -> None:
         self.client = client
         self.timeout = timeout
+        # signs every job for the operator when a key is configured (identity.client.KEY_ENV)
+        self.signer = configured_signer() if signer == "configured" else signer
+
+    def signed(
+        self, task: str, workers: List[str], kwargs: Dict[str, Any], subject: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """A job's arguments with the operator's proof for exactly this job (none without a key)."""
+        if self.signer is None:
+            return kwargs
+        return signed(self.signer, self.client.name, task, list(workers), kwargs, subject)
 
     # ---------------------------------------------------------------- workers
 
@@ -143,11 +154,20 @@ class Router:
     # ------------------------------------------------------------------ tasks
 
     def call(
-        self, task: str, workers: List[str], kwargs: Optional[Dict[str, Any]] = None, timeout: Optional[float] = None
+        self,
+        task: str,
+        workers: List[str],
+        kwargs: Optional[Dict[str, Any]] = None,
+        timeout: Optional[float] = None,
+        subject: Optional[str] = None,
     ) -> Dict[str, dict]:
         """Run a hermes task quietly on explicit workers; returns NorFab Result dicts by worker."""
         reply = self.client.run_job(
-            SERVICE, task, kwargs=kwargs or {}, workers=list(workers), timeout=timeout or self.timeout
+            SERVICE,
+            task,
+            kwargs=self.signed(task, workers, kwargs or {}, subject),
+            workers=list(workers),
+            timeout=timeout or self.timeout,
         )
         if not reply:
             raise RoutingError(f"the broker did not accept hermes {task} for workers {', '.join(workers)}")
@@ -325,6 +345,15 @@ class Router:
             "see them with 'hermes safety'",
         )
 
+    def _decided_digest(self, asked: List[str], kwargs: Dict[str, Any]) -> Optional[str]:
+        """The digest a decision's proof signs: the pending approval's change digest (or arguments digest)."""
+        for res in self.call("get_approvals", asked).values():
+            for item in (res or {}).get("result") or []:
+                approval = ApprovalInfo.model_validate(item)
+                if approval.approval_id == kwargs["approval_id"]:
+                    return approval.change_digest or approval.arguments_digest
+        return None
+
     def _known_one(
         self, task: str, kwargs: Dict[str, Any], note: Optional[str], workers: Selector, unknown: str
     ) -> Dict[str, dict]:
@@ -332,7 +361,8 @@ class Router:
         asked = self.select(workers)
         if note is not None:
             kwargs = {**kwargs, "note": note}
-        replies = self.call(task, asked, kwargs)
+        subject = self._decided_digest(asked, kwargs) if task in ("approve", "deny") and self.signer else None
+        replies = self.call(task, asked, kwargs, subject=subject)
         owners = {worker: replies[worker] for worker in asked if not _unknown_here(replies.get(worker))}
         if not owners:
             raise RoutingError(unknown.format(asked=", ".join(asked)))

@@ -19,7 +19,8 @@ import yaml
 from norfab.core.worker import NFPWorker
 
 from ..errors import AgentUnavailable, InvalidRequest, InventoryError
-from ..models import AgentDefinition, AgentReference, parse_agent, parse_inventory
+from ..identity import IdentityGate, ProofRefused
+from ..models import AgentDefinition, AgentReference, OperatorDefinition, parse_agent, parse_inventory, parse_operators
 from ..norfab_compat import answer_unknown_tasks
 from .files import make_private
 from .host import HermesHost
@@ -86,9 +87,17 @@ class HermesWorker(
         self.read_only_tasks: Dict[str, List[str]] = {}  # the inventory's, for every definition read
         self.host: Optional[HermesHost] = None
         self.init_errors: List[str] = []
+        self.identity = IdentityGate(self.name, {})
         started = time.time()
         try:
             self.hermes_inventory = self.load_inventory() or {}
+            try:
+                self.identity.load(self._operators(self.hermes_inventory))
+            except InventoryError as error:
+                self.identity.close(
+                    f"worker '{self.name}' refuses every request: {error}; fix it and restart the worker"
+                )
+                raise
             self.host = self._make_host()
             self.host.start()
         except Exception as error:
@@ -102,6 +111,61 @@ class HermesWorker(
             threading.Thread(target=self._stop_on_exit, name="hermes-exit-watch", daemon=True).start()
             self.init_done_event.set()
         log.info(f"{self.name} - Started in {time.time() - started:.1f}s")
+        log.info(f"{self.name} - Identity: {self.identity_line()}")
+
+    def identity_line(self) -> str:
+        """One line: who may act on this worker."""
+        if self.identity.closed is not None:
+            return self.identity.closed
+        if not self.identity.enabled:
+            return (
+                "no operators configured: ANY NorFab client that reaches the broker can act under any name "
+                "(docs/safety.md#operators-and-keys)"
+            )
+        operators = ", ".join(sorted(self.identity.operators))
+        return f"requests must be signed by an operator's SSH key ({len(self.identity.operators)}: {operators})"
+
+    def reload_identity(self) -> None:
+        """Take the operators the inventory holds now (keys and roles); a removed key is refused at once."""
+        self.identity.load(self._operators(self.load_inventory() or {}))
+        log.info(f"{self.name} - Reloaded operators: {self.identity_line()}")
+
+    def _operators(self, inventory: Dict[str, Any]) -> Dict[str, OperatorDefinition]:
+        operators = parse_inventory(inventory).operators
+        if not isinstance(operators, str):
+            return operators
+        if not operators.startswith("nf://"):
+            raise InventoryError(f"operators: '{operators}' must be an nf:// URL of a YAML file of operators")
+        text = self.fetch_file(operators, raise_on_fail=False, read=True)
+        if text is None:
+            raise InventoryError(
+                f"operators: could not fetch '{operators}'; check the path under the NorFab base directory"
+            )
+        try:
+            return parse_operators(yaml.safe_load(text), f"operators file '{operators}'")
+        except yaml.YAMLError as error:
+            raise InventoryError(f"operators: '{operators}' is not valid YAML: {error}") from None
+
+    def refused_request(
+        self, task: str, arguments: Dict[str, Any], client: Optional[str], refused: ProofRefused
+    ) -> None:
+        """A request the identity gate refused: logged, and an audit entry of its own (nothing ran)."""
+        log.warning(f"{self.name} - Refused {task} from client '{client}': {refused}")
+        if self.host is None:
+            return
+        try:
+            self.host.records.note(
+                "request.refused",
+                arguments.get("agent") if isinstance(arguments.get("agent"), str) else None,
+                None,
+                client,
+                task=task,
+                reason=str(refused),
+                operator=refused.operator,
+                fingerprint=refused.fingerprint,
+            )
+        except Exception:  # the refusal stands even when it cannot be recorded
+            log.exception(f"{self.name} - Could not record a refused request")
 
     def _make_host(self) -> HermesHost:
         inventory = parse_inventory(self.hermes_inventory)
@@ -117,9 +181,11 @@ class HermesWorker(
                 errors[name] = str(error)
         root = Path(inventory.hermes_home or os.path.join(self.base_dir, "hermes"))
         make_private(root)
-        return HermesHost(
+        host = HermesHost(
             self.name, root, inventory, agents, errors, client=self.client, definition_of=self._inventory_definition
         )
+        host.approvals.identity = self.identity
+        return host
 
     def _load_reference(self, name: str, reference: AgentReference) -> AgentDefinition:
         # at start-up the filesharing worker may not be ready yet: try for a while

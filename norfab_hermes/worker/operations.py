@@ -49,8 +49,10 @@ class HostOperations:
         unknown = self.changes.outcomes.pending(agent, run_id=run_id)
         return state.model_copy(update={"outcome_unknown": unknown}) if unknown else state
 
-    def decide(self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str]) -> ApprovalInfo:
-        return self.approvals.decide(approval_id, approve, by, note)
+    def decide(
+        self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str], subject: Optional[str] = None
+    ) -> ApprovalInfo:
+        return self.approvals.decide(approval_id, approve, by, note, subject)
 
     def pending_approvals(self, agent: Optional[str]) -> List[ApprovalInfo]:
         if agent is not None:

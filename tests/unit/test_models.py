@@ -31,7 +31,7 @@ def refusal(name: str, data: object) -> str:
         (
             {"instructions": "x", "colour": "red"},
             "unknown key 'colour'",
-            "(allowed: approval_timeout, approvers, changes,",
+            "(allowed: approval_timeout, approvals_required, approvers, changes,",
         ),
         ({"description": "x"}, "field 'instructions' is required", ""),
         ({"instructions": ""}, "field 'instructions'", "at least 1 character"),

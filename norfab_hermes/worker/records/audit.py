@@ -17,6 +17,7 @@ import sqlite3
 from datetime import datetime, timezone
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from ...identity.audit import signature_problem
 from ...models import AuditEntry, AuditPage, AuditVerifyData
 
 GENESIS = "0" * 64  # the link before the first entry
@@ -153,8 +154,9 @@ def _rows(db: sqlite3.Connection) -> Iterator[sqlite3.Row]:
         after = rows[-1]["seq"]
 
 
-def verify(db: sqlite3.Connection, worker: str) -> AuditVerifyData:
-    """Check every link and hash of the chain, from the last pruned entry to the head."""
+def verify(db: sqlite3.Connection, worker: str, keys: Optional[Dict[str, str]] = None) -> AuditVerifyData:
+    """Check every link and hash of the chain, from the last pruned entry to the head, and every
+    operator's signature an entry keeps (against ``keys``, fingerprint to operator, when given)."""
     problems: List[str] = []
     expected, prev = anchor(db, "pruned")
     expected += 1
@@ -170,6 +172,8 @@ def verify(db: sqlite3.Connection, worker: str) -> AuditVerifyData:
         fields = (row["time"], row["worker"], row["kind"], row["agent"], row["run_id"], row["actor"], row["data"])
         if entry_hash(row["prev"], seq, *fields) != row["hash"]:
             problems.append(f"entry {seq} was edited: its hash does not match its content")
+        if '"signed"' in row["data"] and (problem := signature_problem(seq, json.loads(row["data"]), keys)):
+            problems.append(problem)
         prev, expected, last, count = row["hash"], seq + 1, seq, count + 1
     head_seq, head_hash = anchor(db, "head")
     if head_seq and (head_seq, head_hash) != (last, prev):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ...errors import InventoryError
+from ...identity.gate import SIGNED
 from ...models import (
     ApprovalInfo,
     AuditPage,
@@ -178,6 +179,8 @@ class Records:
         """An audit entry in the caller's transaction; an entry of a run of a case names the case."""
         if run_id and (case_id := runs.case_of(db, run_id)):
             data = {**(data or {}), "case_id": case_id}
+        if (signed := SIGNED.get()) is not None:  # the operator's proof, for verify_audit to check again
+            data = {**(data or {}), "signed": signed.audit()}
         self.db.serialize(db, "audit")  # one chain for the fleet: its workers append in turn
         audit.append(db, self.worker, kind, agent, run_id, actor, data)
 
@@ -248,9 +251,10 @@ class Records:
             page = audit.page(db, after, limit, **filters)
         return page.model_copy(update={"record": self.db.record_id})
 
-    def verify(self) -> AuditVerifyData:
+    def verify(self, keys: Optional[Dict[str, str]] = None) -> AuditVerifyData:
+        """The audit chain checked; operators' signatures against ``keys`` (fingerprint to operator) when given."""
         with self.db.reading() as db:
-            verified = audit.verify(db, self.worker)
+            verified = audit.verify(db, self.worker, keys)
         return verified.model_copy(update={"record": self.db.record_id})
 
     # ----------------------------------------------------------- lifecycle

@@ -63,24 +63,25 @@ class ApprovalRecord:
     def __init__(self, request: ApprovalInfo) -> None:
         self.request = request
         self.decision: Optional[Decision] = None
+        self.approved_by: List[str] = []  # approvals so far, while approvals_required is not reached
         self.decided = threading.Event()
 
     @property
     def state(self) -> str:
         return self.decision.state if self.decision else self.request.state
 
-    def info(self) -> ApprovalInfo:
-        if self.decision is None:
-            return self.request
-        return self.request.model_copy(update=vars(self.decision))
+    def info(self, may_decide: Optional[List[str]] = None) -> ApprovalInfo:
+        update = {"approved_by": list(self.approved_by), "may_decide": may_decide or []}
+        return self.request.model_copy(update={**update, **(vars(self.decision) if self.decision else {})})
 
 
 class ApprovalInbox:
     """Pending and decided approvals of one worker's runs."""
 
-    def __init__(self, worker_name: str, records: Optional[ApprovalLog] = None) -> None:
+    def __init__(self, worker_name: str, records: Optional[ApprovalLog] = None, identity: Any = None) -> None:
         self.worker_name = worker_name
         self.records = records
+        self.identity = identity  # the worker's IdentityGate: with operators, roles and four eyes apply
         self._approvals: Dict[str, ApprovalRecord] = {}
         self._lock = threading.Lock()
 
@@ -92,6 +93,7 @@ class ApprovalInbox:
         arguments: Dict[str, Any],
         approvers: Optional[List[str]] = None,
         change: Optional[ChangeAsk] = None,
+        required: int = 1,
     ) -> ApprovalInfo:
         """Park a call until it is decided or expires; the approval as it ended.
 
@@ -100,7 +102,9 @@ class ApprovalInbox:
         """
         wait = min(run.approval_timeout, run.remaining() - 1.0)
         requested = time.time()
-        record = ApprovalRecord(self._asked(run, tool, target, arguments, requested + max(wait, 0), approvers, change))
+        record = ApprovalRecord(
+            self._asked(run, tool, target, arguments, requested + max(wait, 0), approvers, change, required)
+        )
         approval_id = record.request.approval_id
         with self._lock:
             self._approvals[approval_id] = record
@@ -152,6 +156,7 @@ class ApprovalInbox:
         expires: float,
         approvers: Optional[List[str]],
         change: Optional[ChangeAsk],
+        required: int = 1,
     ) -> ApprovalInfo:
         shown = dict(devices=change.devices, preview=change.preview, change_digest=change.digest) if change else {}
         return ApprovalInfo(
@@ -167,22 +172,41 @@ class ApprovalInbox:
             requested=now_iso(),
             expires=datetime.fromtimestamp(expires, timezone.utc).isoformat(timespec="milliseconds"),
             approvers=list(approvers or []),
+            requested_by=run.client,
+            approvals_required=required,
             **shown,
         )
 
-    def decide(self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str]) -> ApprovalInfo:
-        """A client's decision; NotAllowed for a client that is not among the approval's approvers."""
+    def decide(
+        self, approval_id: str, approve: bool, by: Optional[str], note: Optional[str], subject: Optional[str] = None
+    ) -> ApprovalInfo:
+        """A client's decision; NotAllowed for a client that is not among the approval's approvers.
+
+        With operators, ``by`` is the verified operator and ``subject`` the digest its proof signed:
+        it must be this approval's, the operator must hold approver for the agent, and may not
+        approve a run it started (four eyes); approvals_required needs that many different approvers.
+        """
+        partial = False
         with self._lock:
             record = self._approvals.get(approval_id)
             if record is None:
                 self._unknown(approval_id)
             request = record.request
-            refusal = approver_refusal(request.approvers, by, f"decide approval '{approval_id}'", request.agent)
+            what = f"decide approval '{approval_id}'"
+            refusal = approver_refusal(request.approvers, by, what, request.agent)
+            if refusal is None and self._signed():
+                refusal = self._identity_refusal(record, approve, by, subject, what)
+            if refusal is None and approve and by in record.approved_by:
+                refusal = f"'{by}' approved '{approval_id}' already: it needs {request.approvals_required} different approvers"
             if refusal is None:
                 if record.decision is not None:
                     raise InvalidRequest(f"approval_id: approval '{approval_id}' is already {record.state}")
-                record.decision = Decision("approved" if approve else "denied", now_iso(), by, note)
-                record.decided.set()
+                if approve and len(record.approved_by) + 1 < request.approvals_required:
+                    record.approved_by.append(by)
+                    partial = True
+                else:
+                    record.decision = Decision("approved" if approve else "denied", now_iso(), by, note)
+                    record.decided.set()
         if refusal:
             log.warning(f"{self.worker_name} - Refused a decision: {refusal}")
             if self.records is not None:
@@ -197,14 +221,50 @@ class ApprovalInbox:
                     approvers=request.approvers,
                 )
             raise NotAllowed(refusal)
-        info = record.info()
-        self._record(info, "decided", by)
+        info = record.info(self._may_decide(record))
+        self._record(info, "partly_approved" if partial else "decided", by)
         return info
+
+    def _signed(self) -> bool:
+        return self.identity is not None and self.identity.enabled
+
+    def _identity_refusal(
+        self, record: ApprovalRecord, approve: bool, by: Optional[str], subject: Optional[str], what: str
+    ) -> Optional[str]:
+        request = record.request
+        expected = request.change_digest or request.arguments_digest
+        if subject != expected:
+            return (
+                f"the proof of this decision signs digest '{subject}', not approval '{request.approval_id}''s "
+                f"'{expected}': sign the decision for the change get_approvals shows"
+            )
+        refusal = self.identity.refusal(by, "approver", request.agent, what)
+        if refusal is None and approve and by == request.requested_by:
+            refusal = (
+                f"operator '{by}' started run {request.run_id} and may not approve its own change (four eyes): "
+                "another approver must"
+            )
+        return refusal
+
+    def _may_decide(self, record: ApprovalRecord) -> List[str]:
+        """Operators who may still decide a pending approval (with operators; else empty)."""
+        if not self._signed() or record.state != "pending":
+            return []
+        request, done = record.request, {record.request.requested_by, *record.approved_by}
+        return sorted(
+            name
+            for name in self.identity.operators
+            if name not in done
+            and (not request.approvers or name in request.approvers)
+            and self.identity.refusal(name, "approver", request.agent, "decide") is None
+        )
 
     def pending(self, agent: Optional[str] = None) -> List[ApprovalInfo]:
         with self._lock:
             return [
-                r.info() for r in self._approvals.values() if r.state == "pending" and agent in (None, r.request.agent)
+                r.info(self._may_decide(r))
+                for r in self._approvals.values()
+                if r.state == "pending" and agent in (None, r.request.agent)
             ]
 
     def _unknown(self, approval_id: str) -> None:

@@ -231,6 +231,7 @@ class RunPipeline:
                     self.inventory.model,
                 )
                 run.approvers = list(definition.approvers)
+                run.approvals_required = definition.approvals_required
                 self.runs.track(run)
                 ticket.started(run.run_id)
                 return run, None

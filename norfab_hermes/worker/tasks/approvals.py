@@ -7,7 +7,7 @@ from norfab.models import Result
 
 from ...models import ApprovalResult, DecisionInput, GetApprovalsInput, GetApprovalsResult
 from ...norfab_compat import client_of
-from .base import APPROVES, DENIES, READ_ONLY, REST, HermesTask
+from .base import APPROVES, DENIES, READ_ONLY, REST, HermesTask, signed_subject
 
 
 class ApprovalTasks:
@@ -34,7 +34,9 @@ class ApprovalTasks:
             approval_id: approval id, from get_approvals or get_run.
             note: why, kept in the run's record.
         """
-        return Result(result=self.running_host().decide(approval_id, True, client_of(job), note).model_dump())
+        return Result(
+            result=self.running_host().decide(approval_id, True, client_of(job), note, signed_subject()).model_dump()
+        )
 
     @HermesTask(input=DecisionInput, output=ApprovalResult, fastapi=REST, mcp=DENIES, agent={"enabled": False})
     def deny(self, job: Job, approval_id: str, note: Optional[str] = None) -> Result:
@@ -45,4 +47,6 @@ class ApprovalTasks:
             approval_id: approval id, from get_approvals or get_run.
             note: why, kept in the run's record and told to the agent.
         """
-        return Result(result=self.running_host().decide(approval_id, False, client_of(job), note).model_dump())
+        return Result(
+            result=self.running_host().decide(approval_id, False, client_of(job), note, signed_subject()).model_dump()
+        )

@@ -14,15 +14,17 @@ traceback. This subclass puts one more wrapper around NorFab's:
 
 import functools
 import logging
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from norfab.core.worker import Task
 from norfab.models import Result
 from pydantic import ValidationError
 
-from ...errors import INTERNAL_ERROR, HermesError, InvalidRequest, failure
+from ...errors import INTERNAL_ERROR, HermesError, InvalidRequest, NotAllowed, failure
+from ...identity import ProofRefused
+from ...identity.gate import SIGNED
 from ...models import describe_validation_error
-from ...norfab_compat import worker_tasks
+from ...norfab_compat import sender_of, worker_tasks
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,12 @@ def hide_builtin_tasks() -> None:
             entry["schema"]["mcp"] = False
 
 
+def signed_subject() -> Optional[str]:
+    """The digest the current request's proof signs as its subject (a decision's change), if any."""
+    signed = SIGNED.get()
+    return signed.subject if signed else None
+
+
 def failed(message: str, code: str) -> Result:
     """A failed Result: one line for people, its code (errors.py) for programs."""
     return Result(**failure(message, code))
@@ -81,6 +89,19 @@ class HermesTask(Task):
 
         @functools.wraps(function)
         def answering(*args: Any, **kwargs: Any) -> Result:
+            proof = kwargs.pop("proof", None)
+            worker = args[0] if args else None
+            gate = getattr(worker, "identity", None)
+            job = kwargs.get("job")  # NorFab's Job: who sent it, under the name it chose
+            signed = None
+            if gate is not None and gate.enabled:
+                arguments = {k: v for k, v in kwargs.items() if k not in INJECTED}
+                try:
+                    signed = gate.check(name, arguments, sender_of(job), proof)
+                except ProofRefused as refused:
+                    worker.refused_request(name, arguments, sender_of(job), refused)
+                    return failed(str(refused), NotAllowed.code)
+            token = SIGNED.set(signed)
             try:
                 return norfab_wrapper(*args, **kwargs)
             except ValidationError as error:
@@ -95,6 +116,8 @@ class HermesTask(Task):
                     "the worker log has the details",
                     INTERNAL_ERROR,
                 )
+            finally:
+                SIGNED.reset(token)
 
         worker_tasks().update(self.make_task_schema(answering))
         return answering

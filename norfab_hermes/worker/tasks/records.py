@@ -106,6 +106,8 @@ class RecordTasks:
     def verify_audit(self) -> Result:
         """
         Check this worker's audit log: every entry intact (its hash matches it) and in its place
-        (linked to the one before, no gaps, the head where it was). Lists what was edited or deleted.
+        (linked to the one before, no gaps, the head where it was), and every operator's signature an
+        entry keeps checked again against the operators' keys. Lists what was edited or deleted.
         """
-        return Result(result=self.running_host().records.verify().model_dump())
+        keys = self.identity.public_keys() if self.identity.enabled else None
+        return Result(result=self.running_host().records.verify(keys).model_dump())

@@ -17,6 +17,8 @@ from ...models import (
     GetStatusInput,
     GetStatusResult,
     GetVersionResult,
+    ReloadOperatorsResult,
+    ReloadOperatorsResultData,
     SchedulerStatus,
     TaskInput,
     WorkerStatus,
@@ -58,6 +60,23 @@ class ServiceTasks:
                 pid=os.getpid(),
                 threads=threading.active_count(),
                 open_files=len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0,
+                identity=self.identity_line(),
+            ).model_dump()
+        )
+
+    @HermesTask(input=TaskInput, output=ReloadOperatorsResult, fastapi=REST, mcp=False, agent={"enabled": False})
+    def reload_operators(self) -> Result:
+        """
+        Read the operators (SSH keys and roles) from the worker's inventory again, without a restart:
+        a removed key is refused from the next request on. Needs role admin once operators are set.
+        """
+        self.reload_identity()
+        fingerprints = {name: [] for name in self.identity.operators}
+        for key, name in self.identity.public_keys().items():
+            fingerprints[name].append(key)
+        return Result(
+            result=ReloadOperatorsResultData(
+                worker=self.name, operators=fingerprints, identity=self.identity_line()
             ).model_dump()
         )
 

@@ -38,10 +38,13 @@ class Approver:
                 f"a {unattended} run reaches a change only through the approval inbox with a named approver, and "
                 f"agent '{spec.agent}' names none (approvers); the call was not made"
             )
-        # a caller who is not among the approvers answers nothing inline: the call waits in the inbox
-        inline = run.interactive and (not approvers or run.client in approvers)
+        required = spec.definition.approvals_required or run.approvals_required
+        # a caller who is not among the approvers answers nothing inline: the call waits in the inbox; with
+        # operators (four eyes) or several approvers the caller never approves its own call
+        signed = self.inbox is not None and getattr(self.inbox.identity, "enabled", False)
+        inline = run.interactive and (not approvers or run.client in approvers) and required == 1 and not signed
         if not inline and run.approval_timeout > 0 and self.inbox is not None:
-            approval = self.inbox.request(run, spec.name, target, arguments, approvers, change)
+            approval = self.inbox.request(run, spec.name, target, arguments, approvers, change, required)
             note = f" ({approval.note})" if approval.note else ""
             if approval.state == "approved":
                 return approval.decided_by or "an operator"
@@ -49,6 +52,11 @@ class Approver:
                 raise ToolError(f"{approval.decided_by or 'an operator'} denied this call{note}; it was not made")
             raise ToolError(
                 f"this tool needs the operator's approval: approval {approval.approval_id} expired{note}; the call was not made"
+            )
+        if run.interactive and not inline and (signed or required > 1):
+            raise ToolError(
+                "this tool needs the approval of another operator than the run's caller (four eyes or "
+                "approvals_required), and the agent sets no approval_timeout to wait for it; the call was not made"
             )
         if run.interactive and not inline:
             raise ToolError(
