@@ -331,6 +331,7 @@ class BenchRun(Strict):
     seed: int
     size: str
     model: str
+    repeat: int = 1
     truth: Fault
     verdict: Optional[Dict[str, Any]] = Field(None, description="The structured answer, None when there is none")
     structured_error: Optional[str] = None

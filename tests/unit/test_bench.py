@@ -10,6 +10,7 @@ from collections import Counter
 
 import pytest
 
+from norfab_hermes.eval.bench.cli import arguments
 from norfab_hermes.eval.bench.device import State, interface_commands, render
 from norfab_hermes.eval.bench.faults import HEALTHY, KINDS, plan, scenario
 from norfab_hermes.eval.bench.investigator import MODELS
@@ -173,3 +174,9 @@ def test_interface_names_match_long_or_short_and_quotes_no_tool_returned_are_fab
     assert run.device_correct and run.interface_correct and run.kind_correct
     assert run.fabricated == ["GigabitEthernet9/9 0 99999 0 99999"]
     assert score_run(case, {"not": "a verdict"}, [], [], [], {}, size="small", model="m").verdict is None
+
+
+def test_repeats_are_asked_for_on_the_command_line_and_never_fewer_than_one():
+    assert arguments(["--size", "small", "--repeats", "3"]).repeats == 3
+    with pytest.raises(SystemExit):
+        arguments(["--repeats", "0"])

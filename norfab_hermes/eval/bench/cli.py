@@ -36,6 +36,9 @@ def arguments(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--scenarios", type=int, default=10, help="scenarios per size (default: 10)")
     parser.add_argument("--seed", type=int, default=7, help="seed the scenarios are drawn from (default: 7)")
     parser.add_argument(
+        "--repeats", type=int, default=1, help="runs of every scenario per model, pooled in the table (default: 1)"
+    )
+    parser.add_argument(
         "--replay",
         nargs="+",
         default=[],
@@ -54,8 +57,8 @@ def arguments(argv: Optional[List[str]]) -> argparse.Namespace:
     )
     parser.add_argument("--results", default="eval/results", help="where results go (default: eval/results)")
     args = parser.parse_args(argv)
-    if args.scenarios < 1:
-        parser.error("--scenarios must be 1 or more")
+    if args.scenarios < 1 or args.repeats < 1:
+        parser.error("--scenarios and --repeats must be 1 or more")
     for item in args.replay:
         kind, _, seed = item.partition(":")
         if (kind != HEALTHY and kind not in KINDS) or not seed.isdigit():
@@ -90,7 +93,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             (folder / f"scenarios-{size}.json").write_text(
                 json.dumps([{"index": s.index, "kind": s.fault.kind, "seed": s.seed} for s in scenarios], indent=2)
             )
-            for name, runs in run_size(size, scenarios, models, folder, scripted, prices(args.price)).items():
+            scored = run_size(size, scenarios, models, folder, scripted, prices(args.price), repeats=args.repeats)
+            for name, runs in scored.items():
                 rows.append((size, name, summary(runs)))
                 broken += [f"{name} {size} #{r.index:02d}: {r.error}" for r in runs if r.error and name == "baseline"]
     header = f"Seed {args.seed}{' (replayed: ' + ' '.join(args.replay) + ')' if args.replay else ''}; command: python -m norfab_hermes.eval.bench {' '.join(argv if argv is not None else sys.argv[1:])}"

@@ -37,9 +37,9 @@ def warm(client: Any) -> None:
 
 
 def run_scenario(
-    runner: Runner, scenario: BenchScenario, size: str, devices: List[str], prices: Optional[Prices]
+    runner: Runner, scenario: BenchScenario, size: str, devices: List[str], prices: Optional[Prices], repeat: int = 1
 ) -> BenchRun:
-    data = RunData(job=f"{size}-{scenario.index:02d}", repeat=1, model=runner.model, agent=AGENT, worker=WORKER)
+    data = RunData(job=f"{size}-{scenario.index:02d}", repeat=repeat, model=runner.model, agent=AGENT, worker=WORKER)
     started = time.time()
     reply = runner.client.run_job(
         "hermes",
@@ -72,7 +72,7 @@ def run_scenario(
         model=runner.model,
         prices=prices,
     )
-    run.seconds = round(seconds, 2)
+    run.seconds, run.repeat = round(seconds, 2), repeat
     run.stop_reason = result.get("stop_reason") or ""
     run.structured_error = result.get("structured_error")
     run.error = error
@@ -80,7 +80,7 @@ def run_scenario(
 
 
 def write(folder: Path, run: BenchRun, scenario: BenchScenario) -> Path:
-    path = folder / "runs" / f"{run.model.replace('/', '_')}-{run.size}-{run.index:02d}.json"
+    path = folder / "runs" / f"{run.model.replace('/', '_')}-{run.size}-{run.index:02d}-{run.repeat}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"scenario": scenario.model_dump(), "score": run.model_dump()}, indent=2))
     return path
@@ -94,8 +94,10 @@ def run_size(
     scripted: Any = None,
     prices: Optional[Prices] = None,
     say: Callable[[str], None] = print,
+    repeats: int = 1,
 ) -> Dict[str, List[BenchRun]]:
-    """Every scenario for every model on one lab of ``size``; the scored runs by model.
+    """Every scenario ``repeats`` times for every model on one lab of ``size``; the scored runs by model
+    (a real model answers differently from run to run: the table pools the repeats).
 
     ``models`` maps a model's name to the factory of its scripted decision
     logic (set on ``scripted``, the scripted model), or to None for the
@@ -112,16 +114,16 @@ def run_size(
         for name, factory in models.items():
             runner = Runner(nf.client, LabSettings(topology=WORKERS), name)
             runs = results.setdefault(name, [])
-            for scenario in scenarios:
+            for repeat, scenario in ((r, s) for r in range(1, repeats + 1) for s in scenarios):
                 if scripted is not None and factory is not None:
                     scripted.scenario = factory()
                 inject(folder / "state" / size, scenario)
-                run = run_scenario(runner, scenario, size, devices, prices)
+                run = run_scenario(runner, scenario, size, devices, prices, repeat)
                 write(folder, run, scenario)
                 runs.append(run)
                 said = run.verdict or {}
                 say(
-                    f"{name} {size} #{scenario.index:02d} seed {scenario.seed}: truth {scenario.fault.kind}"
+                    f"{name} {size} #{scenario.index:02d}/{repeat} seed {scenario.seed}: truth {scenario.fault.kind}"
                     f" {scenario.fault.device or ''} {scenario.fault.interface or ''}; said "
                     f"{said.get('kind') if said.get('fault_found') else 'healthy' if said else 'nothing'}"
                     f" {said.get('device') or ''} {said.get('interface') or ''} ({run.seconds:.1f}s"
