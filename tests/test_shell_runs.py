@@ -118,7 +118,7 @@ def test_approve_a_parked_call_from_the_inbox(lab, app):
     run_id, out = background(app, "fixer", BOUNCE_R1)
     assert last_job(nf.client, "start_run")["kwargs"]["instructions"] == 'CALL bounce {"FB": "r1"}'
     out = wait_for(app, f"hermes run fixer {run_id}", "waiting_for_approval")
-    approval_id = re.search(r"waiting for approval ([0-9a-f]{12}): bounce \(nornir\.cli on any\)", out).group(
+    approval_id = re.search(r"waiting for approval ([0-9a-f]{12}): bounce \(nornir\.cli on any\)", flat(out)).group(
         1
     )  # an event
     assert re.search(rf"{approval_id}\s+│\s+bounce\s+│\s+nornir\.cli on any\s+│.*│\s+pending\s+│", out), out

@@ -94,9 +94,10 @@ class HermesWorker(
             try:
                 self.identity.load(self._operators(self.hermes_inventory))
             except InventoryError as error:
-                self.identity.close(
-                    f"worker '{self.name}' refuses every request: {error}; fix it and restart the worker"
-                )
+                if self.hermes_inventory.get("operators"):  # operators named but unreadable: fail closed
+                    self.identity.close(
+                        f"worker '{self.name}' refuses every request: {error}; fix it and restart the worker"
+                    )
                 raise
             self.host = self._make_host()
             self.host.start()
