@@ -80,7 +80,8 @@ def run_scenario(
 
 
 def write(folder: Path, run: BenchRun, scenario: BenchScenario) -> Path:
-    path = folder / "runs" / f"{run.model.replace('/', '_')}-{run.size}-{run.index:02d}-{run.repeat}.json"
+    again = f"-{run.repeat}" if run.repeat > 1 else ""  # a first run keeps the name a replay looks for
+    path = folder / "runs" / f"{run.model.replace('/', '_')}-{run.size}-{run.index:02d}{again}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"scenario": scenario.model_dump(), "score": run.model_dump()}, indent=2))
     return path
