@@ -185,6 +185,14 @@ def jobs(base, worker="nornir-worker-1", clients=("hermes-worker-1", "workflow-w
     return found
 
 
+def job_finished(base, uuid, worker="nornir-worker-1"):
+    """Whether the network worker finished job ``uuid``: read the device only then, as a command
+    sent while a change runs shares the change's session to the device and can cut into it."""
+    with sqlite3.connect(base / f"__norfab__/files/worker/{worker}/{worker}.db") as db:
+        [(status,)] = db.execute("SELECT status FROM jobs WHERE uuid = ?", (uuid,)).fetchall()
+    return status in ("COMPLETED", "FAILED")
+
+
 def changes_to(base, host, **clients):
     """The configuration jobs (not dry runs) sent to ``host``."""
     return [j for j in jobs(base, **clients) if j[1] == "cfg" and j[2].get("FB") == host and not j[2].get("dry_run")]

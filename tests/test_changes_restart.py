@@ -16,7 +16,7 @@ import time
 
 import pytest
 from conftest import hermes_worker, network, norfab, run
-from test_changes import ENABLE_PORT, PORT_STATE, call, changes_to, device_log, jobs, switch
+from test_changes import ENABLE_PORT, PORT_STATE, call, changes_to, device_log, job_finished, jobs, switch
 
 from norfab_hermes.testing.embedded import kill_process_group, worker_process
 
@@ -82,7 +82,8 @@ def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tm
         marker = tmp_path / f"__norfab__/files/worker/{WORKER}/hermes/norfab_changes/in_flight/{job_uuid}.json"
         assert marker.exists(), "the change was marked on disk before it was sent"
         # the switch finishes the change on its own: the worker never knew
-        until(lambda: "no shutdown GigabitEthernet0/3" in " ".join(device_log(nf, "sw1")))
+        until(lambda: job_finished(tmp_path, job_uuid))
+        assert "2 no shutdown GigabitEthernet0/3" in device_log(nf, "sw1")
 
         with worker_process(nf, WORKER):
             status = run(nf.client, "get_status", worker=WORKER)["result"]["changes"]

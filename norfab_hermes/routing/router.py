@@ -65,6 +65,11 @@ def _unknown_here(res: Optional[dict]) -> bool:
     return res is None or error_code(res) in NOT_HERE
 
 
+def _no_answer(task: str, worker: str) -> Dict[str, dict]:
+    message = f"hermes worker '{worker}' did not answer {task}: it left the broker; check 'show workers'"
+    return {worker: {"failed": True, "errors": [message], "result": None, "status": "no answer"}}
+
+
 class RoutingError(Exception):
     """A command cannot be routed to one hermes worker; the message says why and what to do."""
 
@@ -161,17 +166,31 @@ class Router:
         timeout: Optional[float] = None,
         subject: Optional[str] = None,
     ) -> Dict[str, dict]:
-        """Run a hermes task quietly on explicit workers; returns NorFab Result dicts by worker."""
-        reply = self.client.run_job(
-            SERVICE,
-            task,
-            kwargs=self.signed(task, workers, kwargs or {}, subject),
-            workers=list(workers),
-            timeout=timeout or self.timeout,
-        )
+        """Run a hermes task quietly on explicit workers; returns NorFab Result dicts by worker.
+
+        NorFab fails a whole job when a worker it went to leaves the broker before answering (a
+        worker killed moments ago is still listed alive): then each worker is asked on its own,
+        so that the live ones answer and the gone one's reply says so.
+        """
+        reply = self._job(task, workers, kwargs or {}, timeout, subject)
+        if not reply and len(workers) > 1:
+            reply = {}
+            for worker in workers:
+                reply.update(self._job(task, [worker], kwargs or {}, timeout, subject) or _no_answer(task, worker))
         if not reply:
             raise RoutingError(f"the broker did not accept hermes {task} for workers {', '.join(workers)}")
         return reply
+
+    def _job(
+        self, task: str, workers: List[str], kwargs: Dict[str, Any], timeout: Optional[float], subject: Optional[str]
+    ) -> Optional[Dict[str, dict]]:
+        return self.client.run_job(
+            SERVICE,
+            task,
+            kwargs=self.signed(task, workers, kwargs, subject),
+            workers=list(workers),
+            timeout=timeout or self.timeout,
+        )
 
     def one(
         self, task: str, target: Target, kwargs: Optional[Dict[str, Any]] = None, timeout: Optional[float] = None

@@ -34,6 +34,7 @@ class FakeWorker:
     runs: Set[str] = field(default_factory=set)  # run ids it ran, finished ones too
     approvals: Set[str] = field(default_factory=set)
     broken: Optional[str] = None  # every task fails with this message
+    gone: bool = False  # listed alive, but left the broker: a job that includes it fails as a whole
 
 
 class FakeJobs:
@@ -67,6 +68,8 @@ class FakeClient:
     ) -> Dict[str, Dict[str, Any]]:
         assert service == "hermes"
         self.jobs.append((task, list(workers), dict(kwargs)))
+        if any(self.workers[name].gone for name in workers):
+            return None
         return {name: self.answer(name, task, kwargs) for name in workers if self.workers[name].status == "alive"}
 
     def tasks(self, task: str) -> List[List[str]]:

@@ -133,6 +133,17 @@ def test_a_worker_that_fails_get_agents_is_named_as_unreachable():
     assert "workers that did not answer: hermes-lab-2 (inventory unreadable)" in message
 
 
+def test_a_worker_gone_from_the_broker_mid_job_leaves_the_others_answering():
+    """NorFab fails a fan-out job when one of its workers left the broker: each is then asked alone,
+    the live one answers and the gone one is named with what to check."""
+    client = lab(**{LAB2: FakeWorker(agents=["bgp"], gone=True)})
+    assert Router(client).resolve("routing") == Target(LAB1, "routing")
+    assert client.tasks("get_agents") == [[LAB1, LAB2], [LAB1], [LAB2]]
+    with pytest.raises(RoutingError) as error:
+        Router(client).resolve("bgp")
+    assert "hermes-lab-2 (hermes worker 'hermes-lab-2' did not answer get_agents: it left the broker;" in str(error.value)
+
+
 def test_a_session_resumes_on_the_one_worker_that_owns_it():
     """A session of an agent on several workers goes to the worker whose get_session knows it."""
     client = lab(**{LAB2: FakeWorker(agents=["interfaces", "bgp"], sessions={("interfaces", "s-2")})})
