@@ -141,7 +141,9 @@ def test_a_worker_gone_from_the_broker_mid_job_leaves_the_others_answering():
     assert client.tasks("get_agents") == [[LAB1, LAB2], [LAB1], [LAB2]]
     with pytest.raises(RoutingError) as error:
         Router(client).resolve("bgp")
-    assert "hermes-lab-2 (hermes worker 'hermes-lab-2' did not answer get_agents: it left the broker;" in str(error.value)
+    assert "hermes-lab-2 (hermes worker 'hermes-lab-2' did not answer get_agents: it left the broker;" in str(
+        error.value
+    )
 
 
 def test_a_session_resumes_on_the_one_worker_that_owns_it():
