@@ -70,6 +70,11 @@ def client_jobs(client: Any, service: str, task: str, last: int) -> List[Dict[st
     return client.job_db.fetch_jobs(service=service, task=task, last=last) or []
 
 
+def client_job_errors(client: Any, uuid: str) -> List[str]:
+    """Why an NFPClient's job ended without a result: the errors its local store kept."""
+    return list((client.job_db.get_job(uuid) or {}).get("errors") or [])
+
+
 def client_of(job: Any) -> Optional[str]:
     """Who sent ``job``: the operator whose signed proof the worker verified, else the NorFab client's name.
 

@@ -226,3 +226,84 @@ def test_the_client_side_never_loads_the_worker_or_hermes():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# the modules that may reach private Hermes names (each covered by tests/test_compat.py)
+HERMES_SEAMS = {"compat.py", "patches.py", "metering.py"}
+# NorFab client internals that are not its API: only norfab_compat.py reaches them
+NORFAB_INTERNALS = {"job_db", "job_futures", "outbound_queue", "file_transfers"}
+
+
+def private_uses(path: Path, packages: set) -> list:
+    """Private names of ``packages`` that ``path`` imports, or reads off a module it imported from them."""
+    tree = ast.parse(path.read_text())
+    bound, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in packages}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] in packages:
+                found += [f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+                bound |= {a.asname or a.name for a in node.names}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+            if node.attr.startswith("_") and not node.attr.startswith("__"):
+                found.append(f"{node.value.id}.{node.attr}")
+    return found
+
+
+def test_private_hermes_names_are_reached_only_in_the_compat_seam():
+    """Hermes' private names live in compat (and patches, metering), each with its contract test."""
+    offenders = {
+        name: private_uses(path, HERMES_PACKAGES)
+        for name, path in MODULES.items()
+        if HERMES_ROOM in path.parents and path.name not in HERMES_SEAMS
+    }
+    assert not {name: found for name, found in offenders.items() if found}
+
+
+def test_only_the_hermes_room_holds_the_gateway_runner():
+    """Outside worker/hermes/ the gateway is its typed facade: no compat call and no runner there."""
+    offenders = {}
+    for name, path in MODULES.items():
+        if HERMES_ROOM in path.parents:
+            continue
+        tree = ast.parse(path.read_text())
+        found = [
+            f"compat.{a.name}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("hermes.compat")
+            for a in node.names
+            if not a.name.isupper()  # constants (PLATFORM) are not calls into Hermes
+        ]
+        found += [
+            f"from {node.module} import compat"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and (node.module or "").endswith("hermes")
+            and "compat" in {a.name for a in node.names}
+        ]
+        found += [
+            f"runtime.{n.attr}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute)
+            and n.attr in ("runner", "_runner")
+            and "runtime" in (getattr(n.value, "id", None), getattr(n.value, "attr", None))
+        ]
+        if found:
+            offenders[name] = found
+    assert not offenders
+
+
+def test_norfab_internals_are_reached_only_in_norfab_compat():
+    """NorFab's private names and client internals are used in norfab_compat.py alone, under its contract test."""
+    offenders = {}
+    for name, path in MODULES.items():
+        if path.name == "norfab_compat.py":
+            continue
+        found = private_uses(path, {"norfab"})
+        tree = ast.parse(path.read_text())
+        found += [n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr in NORFAB_INTERNALS]
+        if found:
+            offenders[name] = found
+    assert not offenders

@@ -34,6 +34,7 @@ def test_a_client_keeps_jobs_in_memory_and_in_a_sqlite_store():
     )
     assert "write" in inspect.signature(store._transaction).parameters
     assert {"service", "task", "last"} <= set(inspect.signature(store.fetch_jobs).parameters)
+    assert "errors" in inspect.getsource(store.get_job)  # a failed job's errors, read by client_job_errors
 
 
 def test_an_unknown_task_answers_one_line():

@@ -25,6 +25,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from ..models import InvokeResultData
+from ..norfab_compat import client_job_errors
 from ..routing import SERVICE, Router, RoutingError, Target, invoke_job_timeout
 
 POLL = 0.1  # seconds between checks for a Ctrl+C key while a job runs
@@ -211,8 +212,7 @@ def run_turn(
                     )
         reply = future.result(timeout=invoke_job_timeout(timeout))
     if not reply or target.worker not in reply:
-        job = router.client.job_db.get_job(future.uuid) or {}
-        errors = "; ".join(job.get("errors") or []) or "no result"
+        errors = "; ".join(client_job_errors(router.client, future.uuid)) or "no result"
         raise RoutingError(f"hermes invoke on worker '{target.worker}' returned no result: {errors}")
     return Turn(reply[target.worker], stream.text)
 

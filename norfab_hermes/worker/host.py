@@ -28,7 +28,8 @@ from .agents.lifecycle import Lifecycle
 from .changes.control import ChangeControl
 from .evidence.store import EvidenceStore
 from .handover.material import Handover
-from .hermes import compat, metering, patches, plugin, port
+from .hermes import metering, patches, plugin, port
+from .hermes.gateway import Gateway
 from .hermes.runtime import HermesRuntime
 from .memory.store import AgentMemory
 from .operations import HostOperations
@@ -182,12 +183,12 @@ class HermesHost(HostOperations):
         plugin.install_tools(self.tools.specs)
         port.bind(self)
         self.runtime.start_gateway(
-            self.inventory.max_concurrent_runs, lambda runner: self._settle_cut_turns(runner, cut_changes)
+            self.inventory.max_concurrent_runs, lambda gateway: self._settle_cut_turns(gateway, cut_changes)
         )
         for name in self.catalog.agents:
             if name in self.catalog.stopped:  # stopped before the restart: Hermes attached it with the others
-                self.runtime.submit(compat.stop_profile(self.runtime.runner, name)).result(STOP_ADAPTER_TIMEOUT)
-            elif compat.profile_adapter(self.runtime.runner, name) is None:
+                self.runtime.submit(self.runtime.gateway.stop_profile(name)).result(STOP_ADAPTER_TIMEOUT)
+            elif self.runtime.gateway.adapter(name) is None:
                 self.catalog.errors.setdefault(name, f"agent '{name}': Hermes did not start its NorFab adapter")
         self.schedules.start()
         self.evidence.prune()
@@ -202,7 +203,7 @@ class HermesHost(HostOperations):
                 plugin.install_tools(self.tools.specs)
                 log.info(f"{self.worker_name} - Tools that were unavailable are now resolved")
 
-    def _settle_cut_turns(self, runner: Any, cut_changes: List[OutcomeUnknown]) -> None:
+    def _settle_cut_turns(self, gateway: Gateway, cut_changes: List[OutcomeUnknown]) -> None:
         # before the gateway starts: it would otherwise run cut turns again on its own
         for change in cut_changes:
             log.warning(
@@ -210,8 +211,8 @@ class HermesHost(HostOperations):
                 f"{', '.join(change.devices)}) was in flight when the worker stopped: its outcome is unknown"
             )
             note = CUT_MID_CHANGE.format(tool=change.tool, devices=", ".join(change.devices), job=change.job_uuid)
-            compat.close_unanswered_turn(runner, change.session_id, note)
-        cut = compat.settle_cut_turns(runner, self.root, self.runs.cut_by_last_stop(), CUT_BY_RESTART)
+            gateway.close_unanswered_turn(change.session_id, note)
+        cut = gateway.settle_cut_turns(self.root, self.runs.cut_by_last_stop(), CUT_BY_RESTART)
         if cut:
             log.warning(
                 f"{self.worker_name} - Turns cut by the last shutdown, recorded and not resumed: sessions {cut}"
@@ -248,9 +249,7 @@ class HermesHost(HostOperations):
         return self.runs.for_session_key(session_key)
 
     def tune_agent(self, run: Run) -> None:
-        agent = compat.running_agent(self.runtime.runner, run.session_key)
-        if agent is not None:
-            compat.tune(agent)
+        self.runtime.gateway.tune_running_agent(run.session_key)
 
     def admit_model_request(self, session_key: str) -> Optional[str]:
         """Why a model request must not be sent (every one is counted against its run), or None."""

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol
 
 from ...errors import AgentUnavailable, Busy, InvalidRequest, InventoryError
 from ...models import AgentDefinition, ManageAgentResultData, check_agent_name, parse_agent
-from ..hermes import compat, cron, plugin, profile_store
+from ..hermes import cron, plugin, profile_store
 from ..hermes.runtime import HermesRuntime
 from ..tools.toolbox import ToolBox
 from . import profiles
@@ -157,7 +157,7 @@ class Lifecycle:
             yield
         except BaseException:
             with contextlib.suppress(Exception):
-                self._call(compat.stop_profile(self.runtime.runner, agent))
+                self._call(self.runtime.gateway.stop_profile(agent))
             self.catalog.forget(agent)
             self.tools.specs.pop(agent, None)
             if self.catalog.home(agent).exists():
@@ -183,16 +183,16 @@ class Lifecycle:
         if agent in self.catalog.stopped:
             return [f"agent '{agent}' was already stopped"]
         done = self._quiesce(agent, interrupt)
-        self._call(compat.stop_profile(self.runtime.runner, agent))
+        self._call(self.runtime.gateway.stop_profile(agent))
         self.catalog.set_stopped(agent, True)
         return done + [f"detached agent '{agent}' from the gateway; its schedules wait until it starts again"]
 
     def start(self, agent: str) -> List[str]:
         if agent in self.catalog.errors:
             raise AgentUnavailable(f"agent '{agent}' cannot start: {self.catalog.errors[agent]}")
-        if compat.profile_adapter(self.runtime.runner, agent) is None:
-            self._call(compat.start_profile(self.runtime.runner, agent, self.catalog.home(agent)))
-        if compat.profile_adapter(self.runtime.runner, agent) is None:
+        if self.runtime.gateway.adapter(agent) is None:
+            self._call(self.runtime.gateway.start_profile(agent, self.catalog.home(agent)))
+        if self.runtime.gateway.adapter(agent) is None:
             raise AgentUnavailable(f"agent '{agent}': Hermes did not start its NorFab adapter; see the worker log")
         self.catalog.set_stopped(agent, False)
         return [f"attached agent '{agent}' to the gateway; it takes runs"]
@@ -242,7 +242,7 @@ class Lifecycle:
                 "(its sessions are kept)"
             )
         done = self._quiesce(agent, interrupt)
-        self._call(compat.stop_profile(self.runtime.runner, agent))
+        self._call(self.runtime.gateway.stop_profile(agent))
         schedules = len(cron.list_jobs(self.catalog.home(agent)))
         home = profile_store.delete_profile(agent)
         self.catalog.forget(agent)

@@ -317,3 +317,31 @@ def current_session_key() -> str:
     from gateway.session_context import get_session_env
 
     return get_session_env("HERMES_SESSION_KEY", "")
+
+
+# Hermes' cron, for hermes/cron.py: the private helpers it reuses rather than copies
+
+
+def cron_grace_seconds(schedule: Dict[str, Any]) -> int:
+    from cron.jobs import _compute_grace_seconds
+
+    return _compute_grace_seconds(schedule)
+
+
+def cron_now() -> Any:
+    """Hermes' clock (a datetime in its configured time zone)."""
+    from cron.jobs import _hermes_now
+
+    return _hermes_now()
+
+
+def cron_job_prompt(raw: Dict[str, Any]) -> Optional[str]:
+    from cron.scheduler import _build_job_prompt
+
+    return _build_job_prompt(raw)
+
+
+def cron_is_silent(text: str) -> bool:
+    from cron.scheduler import _is_cron_silence_response
+
+    return _is_cron_silence_response(text)

@@ -120,9 +120,7 @@ def parse_schedule(text: str) -> Dict[str, Any]:
 
 def grace_seconds(schedule: Dict[str, Any]) -> int:
     """How late a recurring run may start and still count (later: skipped, run once now)."""
-    from cron.jobs import _compute_grace_seconds
-
-    return _compute_grace_seconds(schedule)
+    return compat.cron_grace_seconds(schedule)
 
 
 def next_run(schedule: Dict[str, Any], after: str) -> Optional[str]:
@@ -133,9 +131,7 @@ def next_run(schedule: Dict[str, Any], after: str) -> Optional[str]:
 
 def now() -> datetime:
     """Hermes' clock, in its configured time zone."""
-    from cron.jobs import _hermes_now
-
-    return _hermes_now()
+    return compat.cron_now()
 
 
 def tick(home: Path, adapters: Dict[Any, Any], loop: Any) -> int:
@@ -148,16 +144,12 @@ def tick(home: Path, adapters: Dict[Any, Any], loop: Any) -> int:
 
 def job_prompt(scheduled: CronJob) -> Optional[str]:
     """The prompt Hermes would send for the job: its cron guidance, skills and context jobs included."""
-    from cron.scheduler import _build_job_prompt
-
-    return _build_job_prompt(scheduled.raw)
+    return compat.cron_job_prompt(scheduled.raw)
 
 
 def is_silent(text: str) -> bool:
     """Whether a response asks Hermes not to deliver it (``[SILENT]``)."""
-    from cron.scheduler import _is_cron_silence_response
-
-    return _is_cron_silence_response(text)
+    return compat.cron_is_silent(text)
 
 
 def run_jobs_with(execute: Callable[[CronJob], CronOutcome]) -> None:

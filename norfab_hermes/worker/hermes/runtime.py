@@ -18,6 +18,7 @@ from typing import Any, Callable, Coroutine, Dict, Iterable, Optional
 
 from ..files import write_config, write_file
 from . import compat, log_split, patches
+from .gateway import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,8 @@ class HermesRuntime:
         self.secrets = secrets
         self.log_level = log_level
         self.loop: Optional[asyncio.AbstractEventLoop] = None
-        self.runner: Any = None
+        self._runner: Any = None  # Hermes' GatewayRunner: reached through ``gateway`` only
+        self.gateway: Optional[Gateway] = None
         self.warnings: list = []
         self._thread: Optional[threading.Thread] = None
         self._started = threading.Event()
@@ -81,8 +83,8 @@ class HermesRuntime:
         if tls_problem:
             self.warnings.append(f"TLS CA bundle: {tls_problem}")
 
-    def start_gateway(self, max_concurrent_runs: int, before_start: Callable[[Any], None]) -> None:
-        """Start the gateway on its loop thread; ``before_start(runner)`` runs first, on that thread."""
+    def start_gateway(self, max_concurrent_runs: int, before_start: Callable[[Gateway], None]) -> None:
+        """Start the gateway on its loop thread; ``before_start(gateway)`` runs first, on that thread."""
         self._thread = threading.Thread(
             target=self._serve, args=(max_concurrent_runs, before_start), name="hermes-gateway-loop", daemon=True
         )
@@ -92,14 +94,15 @@ class HermesRuntime:
         if self._start_error:
             raise RuntimeError(f"Hermes gateway failed to start: {self._start_error}")
 
-    def _serve(self, max_concurrent_runs: int, before_start: Callable[[Any], None]) -> None:
+    def _serve(self, max_concurrent_runs: int, before_start: Callable[[Gateway], None]) -> None:
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
         try:
-            self.runner = compat.make_runner()
-            compat.size_turn_pool(self.runner, max_concurrent_runs)
-            before_start(self.runner)
-            self.loop.run_until_complete(self.runner.start())
+            self._runner = compat.make_runner()
+            compat.size_turn_pool(self._runner, max_concurrent_runs)
+            self.gateway = Gateway(self._runner)
+            before_start(self.gateway)
+            self.loop.run_until_complete(self._runner.start())
         except Exception as error:
             log.exception(f"{self.worker_name} - Hermes gateway failed to start")
             self._start_error = repr(error)
@@ -121,16 +124,16 @@ class HermesRuntime:
         """Send ``text`` to the agent's gateway chat; the future gives the finished adapter turn."""
 
         async def turn() -> Any:
-            submitted = await compat.profile_adapter(self.runner, agent).submit(text, chat_id, agent, on_text)
+            submitted = await self.gateway.adapter(agent).submit(text, chat_id, agent, on_text)
             return await submitted.done
 
         return self.submit(turn())
 
     def stop(self) -> None:
         """Stop the gateway and its loop, give the process its stdout back."""
-        if self.loop and self.runner and self.loop.is_running():
+        if self.loop and self._runner and self.loop.is_running():
             try:
-                self.submit(self.runner.stop()).result(STOP_TIMEOUT)
+                self.submit(self._runner.stop()).result(STOP_TIMEOUT)
             except Exception as error:
                 log.error(f"{self.worker_name} - Hermes gateway stop failed: {error!r}")
             self.loop.call_soon_threadsafe(self.loop.stop)

@@ -18,7 +18,8 @@ from ...errors import AgentUnavailable, Busy, InvalidRequest, OverBudget, Unknow
 from ...models import AgentDefinition, HermesInventory, InvokeResultData, Lineage, RunStateData, StopReason
 from ...norfab_compat import client_of
 from ..agents.catalog import AgentCatalog
-from ..hermes import compat, metering, plugin
+from ..hermes import metering, plugin
+from ..hermes.gateway import Gateway
 from ..hermes.runtime import HermesRuntime
 from ..sessions.store import Sessions
 from ..tools.delegation import Delegator
@@ -217,7 +218,7 @@ class RunPipeline:
                 if refusal:
                     raise OverBudget(f"{refusal}; its runs start again the next day (UTC) or with a bigger budget")
                 chat_id = self.sessions.chat_for(agent, session_id)
-                session_key = compat.session_key(chat_id, agent)
+                session_key = Gateway.session_key(chat_id, agent)
                 run = Run(
                     agent, chat_id, session_key, limits, job, interactive, definition.approval_timeout, self.daily
                 )
@@ -280,7 +281,7 @@ class RunPipeline:
         result = turn.envelope(self.runtime, run, finished, self.worker_name, self.catalog.secrets())
         if result.stop_reason != StopReason.completed.value and finished is not None:
             note = f"[This turn ended without an answer ({result.stop_reason}: {run.stop_message or 'see the run warnings'}).]"
-            compat.close_unanswered_turn(self.runtime.runner, result.session_id, note)
+            self.runtime.gateway.close_unanswered_turn(result.session_id, note)
         return result
 
 

@@ -15,7 +15,7 @@ from typing import Any, List, Optional
 
 from ...models import InvokeResultData, RunUsage, StopReason
 from ...safety.redact import scrub
-from ..hermes import compat, metering
+from ..hermes import metering
 from ..hermes.records import TurnResult
 from ..hermes.runtime import HermesRuntime
 from .run import Run
@@ -26,7 +26,7 @@ GRACE = 5.0  # seconds an interrupted turn gets to wind down
 
 def wait(runtime: HermesRuntime, run: Run, text: str, stopping: threading.Event) -> Optional[Any]:
     """Run the turn within the run's budgets; None if it had to be abandoned."""
-    compat.take_turn_result(runtime.runner, run.session_key)  # nothing left over from an earlier turn
+    runtime.gateway.take_turn_result(run.session_key)  # nothing left over from an earlier turn
     future = runtime.send(run.agent, text, run.chat_id, run.write_reply)
     interrupted_at = None
     while True:
@@ -35,13 +35,13 @@ def wait(runtime: HermesRuntime, run: Run, text: str, stopping: threading.Event)
         except concurrent.futures.TimeoutError:
             pass
         if run.session_id is None:  # a new session: known once the gateway took the message
-            run.session_id = compat.chat_session(runtime.runner, run.session_key)
+            run.session_id = runtime.gateway.key_session(run.session_key)
         run.check_clock()
         if stopping.is_set():
             run.stop(StopReason.interrupted.value, "worker shutting down")
         if run.stop_reason is None:
             continue
-        agent = compat.running_agent(runtime.runner, run.session_key)
+        agent = runtime.gateway.running_agent(run.session_key)
         if interrupted_at is None and agent is not None:
             # no message: the gateway would run an interrupt message as a follow-up turn
             agent.interrupt()
@@ -59,12 +59,12 @@ def envelope(
     runtime: HermesRuntime, run: Run, turn: Optional[Any], worker: str, secrets: List[str]
 ) -> InvokeResultData:
     """The run's result: reply, ids, stop reason, tool calls, usage and warnings."""
-    result = compat.take_turn_result(runtime.runner, run.session_key)
+    result = runtime.gateway.take_turn_result(run.session_key)
     run.stop(stop_reason(result, run.max_turns), "")
     if result.error or run.provider_errors:
         # the gateway keeps provider details out of the reply; the operator needs them
         run.warnings.append(provider_warning(run, result, secrets))
-    session_id = result.session_id or compat.chat_session(runtime.runner, run.session_key)
+    session_id = result.session_id or runtime.gateway.key_session(run.session_key)
     sent = turn.reply if turn is not None else ""
     # the agent's own final text, except on a failed run: its final text is the provider's raw
     # error, and what the gateway sent the chat is a note without it (the warning has the details)

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ...errors import InvalidRequest, UnknownSchedule
 from ...models import ScheduleDefinition, ScheduleInfo, ScheduleResultData, ScheduleRun
-from ..hermes import compat, cron
+from ..hermes import cron
 from ..hermes.records import CronJob
 from ..hermes.runtime import HermesRuntime
 from .history import ScheduleHistory, iso, parse_time
@@ -185,7 +185,7 @@ class ScheduleActions:
     def info(self, agent: str, job: CronJob) -> ScheduleInfo:
         session = None
         if job.origin_chat_id:
-            session = compat.chat_session(self.runtime.runner, compat.session_key(job.origin_chat_id, agent))
+            session = self.runtime.gateway.chat_session(job.origin_chat_id, agent)
         state = job.state or ("scheduled" if job.enabled else "paused")
         if state == "scheduled" and self.stopped(agent):
             state = "paused-by-stop"  # the agent is stopped: its schedules wait for it

@@ -38,7 +38,7 @@ from ...models import (
 )
 from ..agents.catalog import AgentCatalog
 from ..evidence.store import EvidenceStore
-from ..hermes import compat, cron
+from ..hermes import cron
 from ..hermes.records import CronJob
 from ..hermes.runtime import HermesRuntime
 from . import watch
@@ -142,9 +142,7 @@ class Schedules:
                     due = self.next_due(agent)
                 if due is not None and due <= now:
                     try:
-                        cron.tick(
-                            self.home(agent), compat.profile_adapters(self.runtime.runner, agent), self.runtime.loop
-                        )
+                        cron.tick(self.home(agent), self.runtime.gateway.adapters(agent), self.runtime.loop)
                     except Exception:  # one broken store must not stop the others
                         log.exception(f"{self.worker_name} - Scheduler tick failed for agent '{agent}'")
                 elif due is not None:

@@ -13,7 +13,7 @@ from typing import Any, List, Optional
 
 from ...errors import UnknownSession
 from ...models import SessionDetails, SessionMessage, SessionSummary
-from ..hermes import compat
+from ..hermes.compat import PLATFORM
 from ..hermes.records import MessageRow, SessionRow
 from ..hermes.runtime import HermesRuntime
 
@@ -32,7 +32,7 @@ class Sessions:
         found: List[SessionSummary] = []
         offset = 0
         while len(found) < limit:
-            rows = compat.list_sessions(self.runtime.runner, offset, PAGE)
+            rows = self.runtime.gateway.list_sessions(offset, PAGE)
             found += [summary(r) for r in rows if r.agent == agent]
             if len(rows) < PAGE:
                 break
@@ -41,7 +41,7 @@ class Sessions:
 
     def get(self, agent: str, session_id: str, limit: int) -> SessionDetails:
         row = self.owned(agent, session_id)
-        messages = compat.session_messages(self.runtime.runner, session_id)
+        messages = self.runtime.gateway.session_messages(session_id)
         return SessionDetails(
             **summary(row).model_dump(),
             agent=agent,
@@ -51,7 +51,7 @@ class Sessions:
 
     def owned(self, agent: str, session_id: str) -> SessionRow:
         """The session, if ``session_id`` is one of ``agent``'s sessions."""
-        row = compat.get_session(self.runtime.runner, session_id)
+        row = self.runtime.gateway.get_session(session_id)
         if row is None or row.agent != agent:
             raise UnknownSession(f"session '{session_id}' not found for agent '{agent}' on worker '{self.worker_name}'")
         return row
@@ -61,17 +61,17 @@ class Sessions:
         if not session_id:
             return "nf-" + uuid.uuid4().hex[:16]
         row = self.owned(agent, session_id)
-        if row.source != compat.PLATFORM or not row.chat_id:
+        if row.source != PLATFORM or not row.chat_id:
             raise UnknownSession(
                 f"session '{session_id}' of agent '{agent}' was not started through NorFab and cannot be continued; "
                 "start a new session"
             )
-        compat.bind_chat(self.runtime.runner, compat.session_key(row.chat_id, agent), session_id)
+        self.runtime.gateway.bind_chat(row.chat_id, agent, session_id)
         return row.chat_id
 
     def current(self, agent: str, chat_id: str) -> Optional[str]:
         """The session the agent's chat is on now."""
-        return compat.chat_session(self.runtime.runner, compat.session_key(chat_id, agent))
+        return self.runtime.gateway.chat_session(chat_id, agent)
 
 
 def _iso(timestamp: Any) -> Optional[str]:
