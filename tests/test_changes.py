@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import test_shell
-from conftest import hermes_worker, network, norfab, result_of, run
+from conftest import eventually, hermes_worker, network, norfab, result_of, run
 from test_shell import nfcli
 
 WORKER = "hermes-worker-1"
@@ -215,8 +215,9 @@ def device_log(nf, host):
     return device(nf, host, "show lab log")["show lab log"].splitlines()
 
 
-def invoke(nf, agent_name, instructions, answer=None, hold=None, **kwargs):
-    """An invoke; an interactive one answers each question with ``answer(question)``, after ``hold`` is set."""
+def invoke(nf, agent_name, instructions, answer=None, hold=None, seen=None, **kwargs):
+    """An invoke; an interactive one answers each question with ``answer(question)``, after ``hold`` is set.
+    Its job events' messages are added to ``seen`` as they come."""
     interactive = answer is not None
     future = nf.client.submit_job(
         "hermes",
@@ -227,6 +228,8 @@ def invoke(nf, agent_name, instructions, answer=None, hold=None, **kwargs):
     )
     asked = []
     for event in future.events(timeout=150):
+        if seen is not None:
+            seen.append(event.get("message") or "")
         request = (event.get("extras") or {}).get("input_request")
         if event.get("event_type") == "input_request" and request:
             asked.append(request)
@@ -384,11 +387,15 @@ def test_two_runs_changing_one_device_never_overlap(lab):
     [summary] = refused["tool_calls"]
     assert summary["status"] == "refused" and not asked
     assert f"device sw5 is being changed by run {lock['run_id']} of agent 'ops' (enable_port" in summary["error"]
-    # one that can wait waits until the first is made and verified
+    # one that can wait waits until the first is made and verified, and says so
+    seen = []
     second, second_box = in_background(
-        invoke, nf, "ops", call("enable_port", FB="sw5", port="GigabitEthernet0/1"), **approve
+        invoke, nf, "ops", call("enable_port", FB="sw5", port="GigabitEthernet0/1"), seen=seen, **approve
     )
-    time.sleep(2)
+    eventually(
+        lambda: any("enable_port waiting up to" in m and f"by run {lock['run_id']}" in m for m in seen),
+        "the second change waits for sw5",
+    )
     hold.set()
     first.join(120)
     second.join(120)

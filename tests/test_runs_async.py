@@ -58,10 +58,7 @@ def shows_users(base):
 
 def test_a_background_run_answers_at_once_and_get_run_follows_it(lab):
     nf, _ = lab
-    started = time.time()
     accepted = ok(run(nf.client, "start_run", agent="alpha", instructions="SLEEP 3"))
-    took = time.time() - started
-    assert took < 1.5, f"start_run took {took:.2f}s"
     assert accepted["run_id"]
     assert accepted["session_id"]
     assert accepted["state"] in ("queued", "running")
@@ -78,11 +75,16 @@ def test_a_background_run_answers_at_once_and_get_run_follows_it(lab):
 
 def test_two_background_runs_overlap(lab):
     nf, _ = lab
-    started = time.time()
     ids = [ok(run(nf.client, "start_run", agent="alpha", instructions=f"SLEEP 4 #{i}"))["run_id"] for i in range(2)]
+
+    def both_running():
+        states = [ok(run(nf.client, "get_run", agent="alpha", run_id=run_id))["state"] for run_id in ids]
+        assert "finished" not in states, f"one run ended before the other ran: {states}"
+        return states == ["running", "running"]
+
+    eventually(both_running, "both runs running at once")
     for run_id in ids:
         assert follow(nf, "alpha", run_id)[0]["stop_reason"] == "completed"
-    assert time.time() - started < 7.5, "the two runs ran one after the other"
 
 
 def test_a_parked_approval_is_approved_by_another_client(lab):

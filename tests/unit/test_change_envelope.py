@@ -35,7 +35,9 @@ def test_a_waiting_change_gets_the_device_when_the_holder_releases_it():
     locks, first = DeviceLocks(), Holder("run-a", "ops", "t")
     locks.acquire(["sw1"], first, 0, never)
     threading.Timer(0.3, locks.release, args=(first,)).start()
-    assert locks.acquire(["sw1"], Holder("run-b", "ops", "t"), 10, never) is None
+    told = []
+    assert locks.acquire(["sw1"], Holder("run-b", "ops", "t"), 10, never, told.append) is None
+    assert [why.split(" (")[0] for why in told] == ["device sw1 is being changed by run run-a of agent 'ops'"]
 
 
 def test_a_stopped_run_stops_waiting():

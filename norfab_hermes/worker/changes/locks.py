@@ -54,9 +54,18 @@ class DeviceLocks:
         self._held: Dict[str, Holder] = {}
         self._changed = threading.Condition()
 
-    def acquire(self, devices: List[str], holder: Holder, wait: float, stopped: Callable[[], bool]) -> Optional[str]:
-        """Take every device's lock, or none; why not (naming the holder) after waiting up to ``wait`` s."""
+    def acquire(
+        self,
+        devices: List[str],
+        holder: Holder,
+        wait: float,
+        stopped: Callable[[], bool],
+        waiting: Callable[[str], None] = lambda why: None,
+    ) -> Optional[str]:
+        """Take every device's lock, or none; why not (naming the holder) after waiting up to ``wait`` s.
+        ``waiting(why)`` is told once when the call starts to wait, so its operator knows why it pauses."""
         deadline = time.time() + max(wait, 0.0)
+        told = False
         with self._changed:
             while True:
                 busy = [(device, self._held[device]) for device in devices if device in self._held]
@@ -67,6 +76,10 @@ class DeviceLocks:
                 if left <= 0 or stopped():
                     device, other = busy[0]
                     return f"device {device} is being changed by {other.describe()}; waited {wait:.0f}s"
+                if not told:
+                    told = True
+                    device, other = busy[0]
+                    waiting(f"device {device} is being changed by {other.describe()}")
                 self._changed.wait(min(WAIT_STEP, left))
 
     def release(self, holder: Holder) -> None:
@@ -99,9 +112,16 @@ class FleetDeviceLocks(DeviceLocks):
         self.db, self.worker = db, worker
         self._sessions: Dict[Holder, Any] = {}  # holder -> the connection holding its advisory locks
 
-    def acquire(self, devices: List[str], holder: Holder, wait: float, stopped: Callable[[], bool]) -> Optional[str]:
+    def acquire(
+        self,
+        devices: List[str],
+        holder: Holder,
+        wait: float,
+        stopped: Callable[[], bool],
+        waiting: Callable[[str], None] = lambda why: None,
+    ) -> Optional[str]:
         deadline = time.time() + max(wait, 0.0)
-        refused = super().acquire(devices, holder, wait, stopped)
+        refused = super().acquire(devices, holder, wait, stopped, waiting)
         if refused:
             return refused
         session = None

@@ -70,7 +70,14 @@ class ChangeRunner:
         self.admit(call, policy, built)
         holder = Holder(run.run_id, spec.agent, spec.name)
         try:
-            locked = self.control.locks.acquire(built.devices, holder, self._lock_wait(policy, run), call.stopped)
+            wait = self._lock_wait(policy, run)
+            locked = self.control.locks.acquire(
+                built.devices,
+                holder,
+                wait,
+                call.stopped,
+                lambda why: run.event(f"{spec.name} waiting up to {wait:.0f}s: {why}", severity="WARNING"),
+            )
             if locked:
                 raise ToolError(f"{locked}; the call was not made")
             preview = self.checks.preview(call, built.kwargs)
