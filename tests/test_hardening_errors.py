@@ -49,6 +49,11 @@ def clean_failure(res, *expected):
         ("invoke", {"agent": "alpha", "instructions": "hi", "timeout": -5}, ["field 'timeout'", "greater than 0"]),
         (
             "invoke",
+            {"agent": "alpha", "instructions": "hi", "timeout": 5, "run_timeout": 6},
+            ["timeout is the old name of run_timeout: give run_timeout alone"],
+        ),
+        (
+            "invoke",
             {"agent": "alpha", "instructions": "hi", "bogus": 1},
             ["unknown argument 'bogus'", "allowed:", "instructions"],
         ),

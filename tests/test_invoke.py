@@ -6,6 +6,7 @@ invoke through a real NorFab: broker, one hermes worker with two agents
 import time
 import uuid
 
+import pytest
 from conftest import Lab, run
 
 SECRET = "sk-norfab-test-" + uuid.uuid4().hex
@@ -92,8 +93,9 @@ def test_run_timeout_stops_a_slow_model(nf):
     assert after["result"]["stop_reason"] == "completed"
 
 
-def test_timeout_argument_shortens_the_budget(nf):
-    res = run(nf.client, "invoke", agent="alpha", instructions="SLEEP 30", timeout=1)
+@pytest.mark.parametrize("budget", ["run_timeout", "timeout"])  # timeout: the deprecated name, still accepted
+def test_a_run_budget_argument_shortens_the_budget(nf, budget):
+    res = run(nf.client, "invoke", agent="alpha", instructions="SLEEP 30", **{budget: 1})
     assert res["result"]["stop_reason"] == "run_timeout"
 
 

@@ -13,6 +13,7 @@ from pydantic import (
     StrictBool,
     StrictStr,
     field_validator,
+    model_validator,
 )
 
 from .base import CaseId, TaskInput
@@ -46,29 +47,35 @@ class ScheduleAction(str, Enum):
     history = "history"
 
 
-def dedupe_key() -> Any:
-    """The dedupe_key field of start_run and invoke."""
-    return Field(
+class AgentInput(TaskInput):
+    agent: StrictStr = Field(..., description="Agent name")
+
+
+class RunInput(AgentInput):
+    """What invoke and start_run both take: a request for a run of the agent."""
+
+    instructions: StrictStr = Field(..., min_length=1, description="What to ask the agent")
+    session_id: Union[None, StrictStr] = Field(None, description="Continue this session; omit to start a new one")
+    run_timeout: Union[None, PositiveFloat] = Field(
+        None, description="Run budget in seconds, at most the agent's run_timeout (not the caller's job timeout)"
+    )
+    response_schema: Union[None, Dict[StrictStr, Any]] = Field(None, description=RESPONSE_SCHEMA)
+    dedupe_key: Union[None, StrictStr] = Field(
         None,
         min_length=1,
         max_length=200,
         description="Within the agent's dedupe_window a request with the key of an earlier run gets that run",
     )
-
-
-def case_id() -> Any:
-    """The case_id field of start_run and invoke."""
-    return Field(
+    case_id: Union[None, CaseId] = Field(
         None, description="Case (incident) the run belongs to: every record of the run carries it, e.g. INC-2041"
     )
 
+    _schema = field_validator("response_schema")(classmethod(_response_schema))
 
-class InvokeInput(TaskInput):
-    agent: StrictStr = Field(..., description="Agent name")
-    instructions: StrictStr = Field(..., min_length=1, description="What to ask the agent")
-    session_id: Union[None, StrictStr] = Field(None, description="Continue this session; omit to start a new one")
+
+class InvokeInput(RunInput):
     timeout: Union[None, PositiveFloat] = Field(
-        None, description="Run budget in seconds, at most the agent's run_timeout"
+        None, description="Deprecated name of run_timeout (still accepted); give one of the two"
     )
     interactive: StrictBool = Field(
         False,
@@ -78,15 +85,12 @@ class InvokeInput(TaskInput):
     lineage: Union[None, Lineage] = Field(
         None, description="Set by a delegating agent's worker: the runs that asked for this one"
     )
-    response_schema: Union[None, Dict[StrictStr, Any]] = Field(None, description=RESPONSE_SCHEMA)
 
-    _schema = field_validator("response_schema")(classmethod(_response_schema))
-    dedupe_key: Union[None, StrictStr] = dedupe_key()
-    case_id: Union[None, CaseId] = case_id()
-
-
-class AgentInput(TaskInput):
-    agent: StrictStr = Field(..., description="Agent name")
+    @model_validator(mode="after")
+    def _one_run_budget(self) -> "InvokeInput":
+        if self.timeout is not None and self.run_timeout is not None and self.timeout != self.run_timeout:
+            raise ValueError("timeout is the old name of run_timeout: give run_timeout alone")
+        return self
 
 
 class GetSessionsInput(AgentInput):
@@ -118,17 +122,8 @@ class ScheduleInput(AgentInput):
     limit: PositiveInt = Field(20, description="history: newest runs to return")
 
 
-class StartRunInput(AgentInput):
-    instructions: StrictStr = Field(..., min_length=1, description="What to ask the agent")
-    session_id: Union[None, StrictStr] = Field(None, description="Continue this session; omit to start a new one")
-    run_timeout: Union[None, PositiveFloat] = Field(
-        None, description="Run budget in seconds, at most the agent's run_timeout (not the caller's job timeout)"
-    )
-    response_schema: Union[None, Dict[StrictStr, Any]] = Field(None, description=RESPONSE_SCHEMA)
-
-    _schema = field_validator("response_schema")(classmethod(_response_schema))
-    dedupe_key: Union[None, StrictStr] = dedupe_key()
-    case_id: Union[None, CaseId] = case_id()
+class StartRunInput(RunInput):
+    """start_run's request: invoke's, without a caller attached to answer questions."""
 
 
 class GetRunInput(AgentInput):

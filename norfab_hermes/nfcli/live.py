@@ -152,7 +152,7 @@ def run_turn(
         "interactive": True,
     }
     if timeout:
-        kwargs["timeout"] = timeout
+        kwargs["run_timeout"] = timeout
     if case_id:
         kwargs["case_id"] = case_id
     with CtrlC() as ctrl_c:

@@ -66,7 +66,7 @@ class Hermes:
         target = self.router.resolve(agent, workers, session_id)
         kwargs = {"instructions": instructions, "session_id": session_id}
         if timeout:
-            kwargs["timeout"] = timeout
+            kwargs["run_timeout"] = timeout
         if case_id:
             kwargs["case_id"] = case_id
         return self.router.one("invoke", target, kwargs, timeout=invoke_job_timeout(timeout))

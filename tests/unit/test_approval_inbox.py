@@ -8,6 +8,7 @@ import pytest
 from norfab_hermes.errors import InvalidRequest, NotAllowed, UnknownApproval
 from norfab_hermes.worker.runs.approvals import ApprovalInbox
 from norfab_hermes.worker.runs.budget import Limits
+from norfab_hermes.worker.runs.request import RunRequest
 from norfab_hermes.worker.runs.run import Run
 
 
@@ -30,7 +31,9 @@ class Records:
 
 def parked(inbox, approvers, timeout=30.0):
     """A run waiting in the inbox on a thread; (run, the approval id, the thread's outcome)."""
-    run = Run("fixer", "chat", "key", Limits(seconds=60, max_turns=5), None, approval_timeout=timeout)
+    run = Run(
+        RunRequest("fixer", "ask"), "chat", "key", Limits(seconds=60, max_turns=5), None, approval_timeout=timeout
+    )
     outcome = {}
     thread = threading.Thread(
         target=lambda: outcome.update(info=inbox.request(run, "bounce", "nornir.cli on any", {"FB": "r1"}, approvers)),
@@ -93,8 +96,8 @@ def test_an_approval_only_the_records_know_is_answered_from_them():
 def test_a_callers_own_answer_is_recorded_as_a_decision():
     records = Records()
     inbox = ApprovalInbox("w1", records)
-    run = Run("fixer", "chat", "key", Limits(seconds=60, max_turns=5), None, interactive=True)
-    run.client = "noc-desk"
+    request = RunRequest("fixer", "ask", interactive=True, client="noc-desk")
+    run = Run(request, "chat", "key", Limits(seconds=60, max_turns=5), None)
     inbox.answered(run, "bounce", "nornir.cli on any", {"FB": "r1"}, True, [])
     [info] = run.approval_infos()
     assert (info.state, info.decided_by, info.note) == ("approved", "noc-desk", "answered by the run's caller")

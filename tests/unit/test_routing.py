@@ -281,7 +281,7 @@ def test_invoke_sends_the_run_budget_and_waits_a_margin_longer():
     assert client.jobs[-1] == (
         "invoke",
         [LAB2],
-        {"agent": "bgp", "instructions": "check peers", "session_id": None, "timeout": 45},
+        {"agent": "bgp", "instructions": "check peers", "session_id": None, "run_timeout": 45},
     )
 
 

@@ -15,8 +15,7 @@ import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from ...errors import AgentUnavailable, Busy, InvalidRequest, OverBudget, UnknownRun
-from ...models import AgentDefinition, HermesInventory, InvokeResultData, Lineage, RunStateData, StopReason
-from ...norfab_compat import client_of
+from ...models import AgentDefinition, HermesInventory, InvokeResultData, RunStateData, StopReason
 from ..agents.catalog import AgentCatalog
 from ..hermes import metering, plugin
 from ..hermes.gateway import Gateway
@@ -27,6 +26,7 @@ from ..tools.toolbox import ToolBox
 from . import answer, provenance, turn
 from .budget import DailyUsage, Limits
 from .registry import RunRegistry
+from .request import RunRequest
 from .run import Run
 from .storm import Storm
 
@@ -83,64 +83,34 @@ class RunPipeline:
 
     # ------------------------------------------------------------ requests
 
-    def invoke(
-        self,
-        agent: str,
-        instructions: str,
-        session_id: Optional[str],
-        timeout: Optional[float],
-        job: Any,
-        interactive: bool = False,
-        lineage: Optional[Dict[str, Any]] = None,
-        dedupe_key: Optional[str] = None,
-        response_schema: Optional[Dict[str, Any]] = None,
-        case_id: Optional[str] = None,
-    ) -> InvokeResultData:
-        check_instructions(instructions)
-        client = client_of(job)
-        asked_by = self._check_lineage(agent, lineage, client)
-        run, earlier = self._accept(
-            agent, instructions, session_id, timeout, job, interactive, None, client, dedupe_key, asked_by, case_id
-        )
+    def invoke(self, request: RunRequest, job: Any) -> InvokeResultData:
+        """A run in the caller's NorFab job: its envelope when it ends."""
+        check_instructions(request.instructions)
+        self._check_lineage(request)
+        run, earlier = self._accept(request, job)
         if earlier is not None:
-            return self._earlier_result(agent, earlier, dedupe_key, timeout, job)
-        run.response_schema = response_schema
-        return self._execute(run, instructions)
+            return self._earlier_result(request, earlier, job)
+        return self._execute(run)
 
     def run_scheduled(
         self, agent: str, prompt: str, schedule_id: str, response_schema: Optional[Dict[str, Any]] = None
     ) -> InvokeResultData:
         """A due schedule, as a run of its agent: a session of its own, nobody attached."""
-        run, _ = self._accept(agent, prompt, None, None, None, False, schedule_id)
-        run.response_schema = response_schema
-        return self._execute(run, prompt)
+        request = RunRequest(agent, prompt, schedule_id=schedule_id, response_schema=response_schema)
+        run, _ = self._accept(request, None)
+        return self._execute(run)
 
-    def start_run(
-        self,
-        agent: str,
-        instructions: str,
-        session_id: Optional[str],
-        timeout: Optional[float],
-        client: Optional[str] = None,
-        dedupe_key: Optional[str] = None,
-        response_schema: Optional[Dict[str, Any]] = None,
-        case_id: Optional[str] = None,
-    ) -> RunStateData:
+    def start_run(self, request: RunRequest) -> RunStateData:
         """A run in the background: its ids at once; get_run follows it."""
-        check_instructions(instructions)
-        run, earlier = self._accept(
-            agent, instructions, session_id, timeout, None, False, None, client, dedupe_key, case_id=case_id
-        )
+        check_instructions(request.instructions)
+        run, earlier = self._accept(request, None)
         if earlier is not None:
-            return self.runs.state(agent, earlier, deduplicated=True)
-        run.response_schema = response_schema
-        threading.Thread(
-            target=self._background, args=(run, instructions), name=f"hermes-run-{run.run_id}", daemon=True
-        ).start()
+            return self.runs.state(request.agent, earlier, deduplicated=True)
+        threading.Thread(target=self._background, args=(run,), name=f"hermes-run-{run.run_id}", daemon=True).start()
         deadline = time.time() + SESSION_ID_WAIT
         while run.session_id is None and run.finished is None and time.time() < deadline:
             time.sleep(turn.POLL / 2)
-        return self.run_state(agent, run.run_id)
+        return self.run_state(request.agent, run.run_id)
 
     def run_state(self, agent: str, run_id: str, offset: int = 0) -> RunStateData:
         """A run of the agent, in flight or from its record (also of an agent since deleted)."""
@@ -150,13 +120,12 @@ class RunPipeline:
             self.catalog.require_known(agent)  # an unknown agent says which agents there are
             raise
 
-    def _earlier_result(
-        self, agent: str, run_id: str, key: Optional[str], timeout: Optional[float], job: Any
-    ) -> InvokeResultData:
+    def _earlier_result(self, request: RunRequest, run_id: str, job: Any) -> InvokeResultData:
         """A repeated invoke gets the envelope of the run its dedupe_key started, once that run ends."""
+        agent, key = request.agent, request.dedupe_key
         if job is not None:
             job.event(f"run {run_id} already started with dedupe_key '{key}': waiting for its result")
-        limits = Limits.of(self.require(agent), self.inventory, 1, timeout, job)
+        limits = Limits.of(self.require(agent), self.inventory, 1, request.run_timeout, job)
         deadline = time.time() + limits.seconds
         run = self.runs.live(run_id)
         while run is not None and run.finished is None and time.time() < deadline:
@@ -170,11 +139,11 @@ class RunPipeline:
 
     # --------------------------------------------------------------- steps
 
-    def _check_lineage(self, agent: str, lineage: Optional[Dict[str, Any]], client: Optional[str]) -> Optional[Lineage]:
+    def _check_lineage(self, request: RunRequest) -> None:
         """A delegated run's lineage, as the asking run's worker confirms it; a cycle is refused."""
-        if lineage is None:
-            return None
-        asked_by = Lineage.model_validate(lineage)
+        agent, asked_by = request.agent, request.lineage
+        if asked_by is None:
+            return
         here = f"{agent}@{self.worker_name}"
         if here in asked_by.chain:
             raise InvalidRequest(
@@ -184,47 +153,30 @@ class RunPipeline:
         refusal = self.delegator.confirm(asked_by, agent)
         if refusal:
             log.warning(
-                f"{self.worker_name} - Refused a run of '{agent}' for client {client} claiming lineage {lineage}: {refusal}"
+                f"{self.worker_name} - Refused a run of '{agent}' for client {request.client} claiming lineage "
+                f"{asked_by.model_dump()}: {refusal}"
             )
             raise InvalidRequest(f"lineage: {refusal}; only a delegate of the asking run's agent may pass a lineage")
-        return asked_by
 
-    def _accept(
-        self,
-        agent: str,
-        instructions: str,
-        session_id: Optional[str],
-        timeout: Optional[float],
-        job: Any,
-        interactive: bool,
-        schedule_id: Optional[str] = None,
-        client: Optional[str] = None,
-        dedupe_key: Optional[str] = None,
-        lineage: Optional[Lineage] = None,
-        case_id: Optional[str] = None,
-    ) -> Tuple[Optional[Run], Optional[str]]:
+    def _accept(self, request: RunRequest, job: Any) -> Tuple[Optional[Run], Optional[str]]:
         """A new run of the agent, with its budgets, tracked from now on (queued until it executes);
         or, for a repeated dedupe_key, the id of the earlier run: (new run, earlier run id)."""
+        agent = request.agent
         definition = self.require(agent)
         if self.tools.retry_unavailable():
             plugin.install_tools(self.tools.specs)
-        limits = Limits.of(definition, self.inventory, self.catalog.max_turns(definition), timeout, job)
+        limits = Limits.of(definition, self.inventory, self.catalog.max_turns(definition), request.run_timeout, job)
         window, per_minute = definition.dedupe_window, definition.max_runs_per_minute
         try:
-            with self.storm.admission(agent, dedupe_key, window, per_minute) as ticket:
+            with self.storm.admission(agent, request.dedupe_key, window, per_minute) as ticket:
                 if ticket.earlier is not None:
                     return None, ticket.earlier
                 refusal = self.daily.refusal(agent, limits.daily) if self.daily else None
                 if refusal:
                     raise OverBudget(f"{refusal}; its runs start again the next day (UTC) or with a bigger budget")
-                chat_id = self.sessions.chat_for(agent, session_id)
+                chat_id = self.sessions.chat_for(agent, request.session_id)
                 session_key = Gateway.session_key(chat_id, agent)
-                run = Run(
-                    agent, chat_id, session_key, limits, job, interactive, definition.approval_timeout, self.daily
-                )
-                run.session_id, run.schedule_id, run.lineage = session_id, schedule_id, lineage
-                run.instructions, run.client, run.dedupe_key = instructions, client, dedupe_key
-                run.case_id = case_id
+                run = Run(request, chat_id, session_key, limits, job, definition.approval_timeout, self.daily)
                 run.provenance = provenance.of_agent(
                     definition,
                     self.tools.specs.get(agent, {}),
@@ -237,18 +189,18 @@ class RunPipeline:
                 ticket.started(run.run_id)
                 return run, None
         except (Busy, OverBudget) as refused:
-            details = {"reason": str(refused), "code": refused.code, "schedule_id": schedule_id}
-            self.note("run.refused", agent=agent, actor=client, **details)
+            details = {"reason": str(refused), "code": refused.code, "schedule_id": request.schedule_id}
+            self.note("run.refused", agent=agent, actor=request.client, **details)
             raise
 
-    def _background(self, run: Run, instructions: str) -> None:
+    def _background(self, run: Run) -> None:
         try:
-            self._execute(run, instructions)
+            self._execute(run)
         except Exception as error:  # a refused or failed run still ends, with the reason in its journal
             run.warnings.append(str(error))
             run.event(f"run {run.run_id} failed: {error}", severity="WARNING")
 
-    def _execute(self, run: Run, instructions: str) -> InvokeResultData:
+    def _execute(self, run: Run) -> InvokeResultData:
         """Wait for a run slot and the session, run the turn, build the envelope; the run ends either way."""
         result = None
         try:
@@ -265,7 +217,7 @@ class RunPipeline:
                         "lineage": run.lineage.model_dump() if run.lineage else None,
                     },
                 )
-                first = self._turn(run, answer.ask(instructions, run.response_schema))
+                first = self._turn(run, answer.ask(run.instructions, run.response_schema))
                 result = answer.settle(run, first, lambda text: self._turn(run, text))
             run.event(
                 f"run {run.run_id} {result.stop_reason}", extras={"run_id": run.run_id, "session_id": result.session_id}

@@ -25,6 +25,7 @@ from ...models import (
     ToolCallSummary,
 )
 from .budget import Budget, DailyUsage, Limits, Overrun
+from .request import RunRequest
 
 log = logging.getLogger(__name__)
 
@@ -57,40 +58,31 @@ class Run:
 
     def __init__(
         self,
-        agent: str,
+        request: RunRequest,
         chat_id: str,
         session_key: str,
         limits: Limits,
         job: Any,
-        interactive: bool = False,
         approval_timeout: float = 0.0,
         daily: Optional[DailyUsage] = None,
     ) -> None:
         self.run_id = uuid.uuid4().hex[:12]
-        self.agent = agent
-        self.instructions = ""  # what the run was asked
-        self.client: Optional[str] = None  # the NorFab client that asked; None for a schedule
-        self.dedupe_key: Optional[str] = None
-        self.case_id: Optional[str] = None  # the incident the caller ties the run to
+        self.request = request
         self.provenance: Optional[Provenance] = None  # what answered: model, versions, definition digest
         self.approvers: List[str] = []  # the agent's, for tools that do not name their own
         self.approvals_required = 1  # the agent's, for tools that do not set their own
         self.log: Optional[RunLog] = None
         self.chat_id = chat_id
         self.session_key = session_key
-        self.session_id: Optional[str] = None
-        self.schedule_id: Optional[str] = None  # the schedule that started the run
-        self.lineage: Optional[Lineage] = None  # the runs that asked for this one, when another agent asked
+        self.session_id = request.session_id  # the session it is on, once known
         self.job = job
         self.job_uuid = getattr(job, "juuid", None)
-        self.budget = Budget(limits, agent, daily)
-        self.interactive = interactive
+        self.budget = Budget(limits, request.agent, daily)
         self.stop_reason: Optional[str] = None
         self.stop_message = ""
         self.provider_errors: List[Dict[str, Any]] = []  # failed model requests, as Hermes reported them
         self.tool_calls: List[ToolCallSummary] = []
         self.artifacts: List[ArtifactSummary] = []  # every tool result received, kept as evidence
-        self.response_schema: Optional[Dict[str, Any]] = None  # the answer must match it (structured answers)
         self.warnings: List[str] = []
         self.approval_timeout = approval_timeout  # how long the run waits in the approval inbox
         self.approvals: List[Asked] = []
@@ -101,6 +93,44 @@ class Run:
         self.reply = ""  # the message the agent is writing now, as far as it got
         self._reply_id: Optional[str] = None
         self._segment = 0
+
+    # what the run was asked, and by whom: its request's
+
+    @property
+    def agent(self) -> str:
+        return self.request.agent
+
+    @property
+    def instructions(self) -> str:
+        return self.request.instructions
+
+    @property
+    def client(self) -> Optional[str]:  # None for a schedule
+        return self.request.client
+
+    @property
+    def dedupe_key(self) -> Optional[str]:
+        return self.request.dedupe_key
+
+    @property
+    def case_id(self) -> Optional[str]:
+        return self.request.case_id
+
+    @property
+    def schedule_id(self) -> Optional[str]:
+        return self.request.schedule_id
+
+    @property
+    def lineage(self) -> Optional[Lineage]:
+        return self.request.lineage
+
+    @property
+    def interactive(self) -> bool:
+        return self.request.interactive
+
+    @property
+    def response_schema(self) -> Optional[Dict[str, Any]]:
+        return self.request.response_schema
 
     def write_reply(self, message_id: str, text: str) -> None:
         """The agent's reply as the gateway streams it: what is new goes to the caller as a job event.

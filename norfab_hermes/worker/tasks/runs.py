@@ -14,9 +14,11 @@ from ...models import (
     InterruptResult,
     InvokeInput,
     InvokeResult,
+    Lineage,
     StartRunInput,
 )
 from ...norfab_compat import client_of
+from ..runs.request import RunRequest
 from .base import READ_ONLY, REST, STARTS_RUN, STOPS_RUN, HermesTask
 
 
@@ -34,12 +36,13 @@ class RunTasks:
         agent: str,
         instructions: str,
         session_id: Optional[str] = None,
-        timeout: Optional[float] = None,
+        run_timeout: Optional[float] = None,
         interactive: bool = False,
         lineage: Optional[dict] = None,
         dedupe_key: Optional[str] = None,
         response_schema: Optional[dict] = None,
         case_id: Optional[str] = None,
+        timeout: Optional[float] = None,
     ) -> Result:
         """
         Run one agent turn: send instructions to an agent and return its reply.
@@ -49,7 +52,7 @@ class RunTasks:
             agent: agent name.
             instructions: what to ask the agent.
             session_id: continue this session; omit to start a new one.
-            timeout: run budget in seconds, at most the agent's run_timeout.
+            run_timeout: run budget in seconds, at most the agent's run_timeout.
             interactive: the caller answers the agent's questions and approval
                 requests (NorFab input requests); otherwise they are refused.
             lineage: set by a delegating agent's worker: the runs that asked.
@@ -59,6 +62,7 @@ class RunTasks:
                 turn when it does not).
             case_id: the case (incident) the run belongs to; every record of
                 the run carries it, and a delegated run passes it on.
+            timeout: the old name of run_timeout, still accepted.
 
         Returns:
             Result whose ``result`` is the run envelope: response, run_id,
@@ -66,10 +70,19 @@ class RunTasks:
             artifacts, structured_response (or structured_error), and for a
             delegated run its lineage.
         """
-        result = self.running_host().pipeline.invoke(
-            agent, instructions, session_id, timeout, job, interactive, lineage, dedupe_key, response_schema, case_id
+        request = RunRequest(
+            agent,
+            instructions,
+            session_id=session_id,
+            run_timeout=run_timeout or timeout,
+            interactive=interactive,
+            client=client_of(job),
+            dedupe_key=dedupe_key,
+            response_schema=response_schema,
+            case_id=case_id,
+            lineage=Lineage.model_validate(lineage) if lineage else None,
         )
-        return Result(result=result.model_dump())
+        return Result(result=self.running_host().pipeline.invoke(request, job).model_dump())
 
     @HermesTask(input=InterruptInput, output=InterruptResult, fastapi=REST, mcp=STOPS_RUN, agent={"enabled": False})
     def interrupt(self, agent: str, run_id: str) -> Result:
@@ -124,10 +137,17 @@ class RunTasks:
         Returns:
             Result whose ``result`` is the run's state (follow it with get_run).
         """
-        state = self.running_host().pipeline.start_run(
-            agent, instructions, session_id, run_timeout, client_of(job), dedupe_key, response_schema, case_id
+        request = RunRequest(
+            agent,
+            instructions,
+            session_id=session_id,
+            run_timeout=run_timeout,
+            client=client_of(job),
+            dedupe_key=dedupe_key,
+            response_schema=response_schema,
+            case_id=case_id,
         )
-        return Result(result=state.model_dump())
+        return Result(result=self.running_host().pipeline.start_run(request).model_dump())
 
     @HermesTask(input=GetRunInput, output=GetRunResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False})
     def get_run(self, agent: str, run_id: str, offset: int = 0) -> Result:

@@ -91,7 +91,7 @@ class Delegator:
             kwargs={
                 "agent": target.agent,
                 "instructions": question,
-                "timeout": budget,
+                "run_timeout": budget,
                 "interactive": bool(run.interactive),
                 "lineage": lineage.model_dump(),
                 "case_id": run.case_id,  # the asked run works on the same case
