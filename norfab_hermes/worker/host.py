@@ -130,7 +130,7 @@ class HermesHost(HostOperations):
         self.handover = Handover(
             worker_name,
             self.sessions,
-            self.schedules,
+            self.schedules.actions,
             self.evidence,
             self.catalog.available,
             self.catalog.secrets,
@@ -146,7 +146,7 @@ class HermesHost(HostOperations):
             delegator=self.delegator,
             evidence=self.evidence,
             records=RecordsReader(
-                self.sessions, self.schedules, self.evidence, self.catalog.known, self.catalog.secrets
+                self.sessions, self.schedules.actions, self.evidence, self.catalog.known, self.catalog.secrets
             ),
         )
         self.changes = ChangeControl(root, worker_name, self.records.db)

@@ -23,6 +23,7 @@ from ...models import (
     parse_duration,
 )
 from ...safety.redact import scrub
+from ..schedules.actions import ScheduleActions
 from ..schedules.history import iso, parse_time
 
 DEFAULT_SINCE = timedelta(hours=12)
@@ -62,7 +63,7 @@ class Handover:
     Args:
         worker_name: the worker the material is from.
         sessions: the worker's sessions (``list``, ``get``).
-        schedules: its schedules (``act`` of the schedule task).
+        schedules: its schedule actions.
         evidence: the evidence store (``artifacts``).
         agents: the agents this worker can gather for.
         secrets: values to mask.
@@ -73,7 +74,7 @@ class Handover:
         self,
         worker_name: str,
         sessions: Any,
-        schedules: Any,
+        schedules: ScheduleActions,
         evidence: Any,
         agents: Callable[[], List[str]],
         secrets: Callable[[], List[str]],
@@ -190,8 +191,8 @@ class Handover:
 
     def _findings(self, agent: str, start: datetime) -> List[HandoverFinding]:
         found = []
-        for schedule in self.schedules.act(agent, "list", None, None, 1).schedules:
-            runs = self.schedules.act(agent, "history", schedule.schedule_id, None, HISTORY_READ).history
+        for schedule in self.schedules.list_schedules(agent).schedules:
+            runs = self.schedules.runs(agent, schedule.schedule_id, HISTORY_READ).history
             newest = next((r for r in runs if r.status != "missed" and (parse_time(r.started) or start) >= start), None)
             if newest is None:
                 continue

@@ -5,7 +5,7 @@ that a bad request names the field and the fix.
 """
 
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional, Sequence
 
 from ...errors import InvalidRequest, UnknownSchedule
 from ...models import ScheduleDefinition, ScheduleInfo, ScheduleResultData, ScheduleRun
@@ -51,64 +51,94 @@ class ScheduleActions:
     def act(
         self, agent: str, action: str, ref: Optional[str], definition: Optional[ScheduleDefinition], limit: int
     ) -> ScheduleResultData:
-        """One schedule task action on the agent's store."""
-        home = self.home(agent)
-
-        def answer(
-            message: str, jobs: List[Dict[str, Any]] = (), history: List[ScheduleRun] = ()
-        ) -> ScheduleResultData:
-            return ScheduleResultData(
-                action=action,
-                agent=agent,
-                worker=self.worker_name,
-                schedules=[self.info(agent, job) for job in jobs],
-                history=list(history),
-                message=message,
-            )
-
+        """The schedule task's action: the one place where a verb is a string."""
         if action == "list":
-            jobs = cron.list_jobs(home)
-            return answer(f"{len(jobs)} schedule(s)", jobs)
+            return self.list_schedules(agent)
         if action == "create":
-            job = self._watched(agent, cron.create(home, **self._new_job(agent, definition)), definition)
-            self.wake()
-            return answer(f"schedule '{job.name}' created, next run {iso(parse_time(job.next_run_at))}", [job])
-        job = self.find(agent, ref, action)
+            return self.create(agent, definition)
         if action == "history":
-            runs = self.history.runs(agent, job.id, limit)
-            return answer(f"{len(runs)} run(s) of schedule '{job.name}'", [job], runs)
+            return self.runs(agent, ref, limit)
         if action == "update":
-            updates = self._updates(agent, job, definition)
-            try:
-                job = cron.update(home, job.id, updates) if updates else job
-            except ValueError as error:
-                raise InvalidRequest(f"definition.schedule: {error}") from None
-            job = self._watched(agent, job, definition)
-            self.wake()
-            changed = sorted(definition.model_dump(exclude_none=True)) if definition else []
-            return answer(f"schedule '{job.name}' updated: {', '.join(changed)}", [job])
-        if action == "pause":
-            job = cron.pause(home, job.id, "paused through NorFab")
-            return answer(f"schedule '{job.name}' paused; a run in flight goes on", [job])
-        if action == "resume":
-            try:
-                job = cron.resume(home, job.id)
-            except ValueError as error:
-                raise InvalidRequest(f"schedule_id: {error}") from None
-            self.wake()
-            return answer(f"schedule '{job.name}' resumed, next run {iso(parse_time(job.next_run_at))}", [job])
-        if action == "run":
-            if not job.enabled:
-                raise InvalidRequest(f"schedule_id: schedule '{job.name}' is paused; resume it to run it")
-            job = cron.trigger(home, job.id)
-            self.wake()
-            return answer(f"schedule '{job.name}' runs now; its result will be in its history", [job])
-        if action == "remove":
-            cron.remove(home, job.id)
-            self.history.forget(agent, job.id)
-            self.watches.forget(agent, job.id)
-            return answer(f"schedule '{job.name}' removed with its history")
-        raise InvalidRequest(f"action: '{action}' is not a schedule action")
+            return self.update(agent, ref, definition)
+        verbs = {"pause": self.pause, "resume": self.resume, "run": self.run_now, "remove": self.remove}
+        if action not in verbs:
+            raise InvalidRequest(f"action: '{action}' is not a schedule action")
+        return verbs[action](agent, ref)
+
+    def list_schedules(self, agent: str) -> ScheduleResultData:
+        jobs = cron.list_jobs(self.home(agent))
+        return self._answer("list", agent, f"{len(jobs)} schedule(s)", jobs)
+
+    def create(self, agent: str, definition: Optional[ScheduleDefinition]) -> ScheduleResultData:
+        job = self._watched(agent, cron.create(self.home(agent), **self._new_job(agent, definition)), definition)
+        self.wake()
+        return self._answer(
+            "create", agent, f"schedule '{job.name}' created, next run {iso(parse_time(job.next_run_at))}", [job]
+        )
+
+    def runs(self, agent: str, ref: Optional[str], limit: int) -> ScheduleResultData:
+        """The schedule's history, newest first."""
+        job = self.find(agent, ref, "history")
+        runs = self.history.runs(agent, job.id, limit)
+        return self._answer("history", agent, f"{len(runs)} run(s) of schedule '{job.name}'", [job], runs)
+
+    def update(self, agent: str, ref: Optional[str], definition: Optional[ScheduleDefinition]) -> ScheduleResultData:
+        job = self.find(agent, ref, "update")
+        updates = self._updates(agent, job, definition)
+        try:
+            job = cron.update(self.home(agent), job.id, updates) if updates else job
+        except ValueError as error:
+            raise InvalidRequest(f"definition.schedule: {error}") from None
+        job = self._watched(agent, job, definition)
+        self.wake()
+        changed = sorted(definition.model_dump(exclude_none=True)) if definition else []
+        return self._answer("update", agent, f"schedule '{job.name}' updated: {', '.join(changed)}", [job])
+
+    def pause(self, agent: str, ref: Optional[str]) -> ScheduleResultData:
+        job = cron.pause(self.home(agent), self.find(agent, ref, "pause").id, "paused through NorFab")
+        return self._answer("pause", agent, f"schedule '{job.name}' paused; a run in flight goes on", [job])
+
+    def resume(self, agent: str, ref: Optional[str]) -> ScheduleResultData:
+        try:
+            job = cron.resume(self.home(agent), self.find(agent, ref, "resume").id)
+        except ValueError as error:
+            raise InvalidRequest(f"schedule_id: {error}") from None
+        self.wake()
+        return self._answer(
+            "resume", agent, f"schedule '{job.name}' resumed, next run {iso(parse_time(job.next_run_at))}", [job]
+        )
+
+    def run_now(self, agent: str, ref: Optional[str]) -> ScheduleResultData:
+        job = self.find(agent, ref, "run")
+        if not job.enabled:
+            raise InvalidRequest(f"schedule_id: schedule '{job.name}' is paused; resume it to run it")
+        job = cron.trigger(self.home(agent), job.id)
+        self.wake()
+        return self._answer("run", agent, f"schedule '{job.name}' runs now; its result will be in its history", [job])
+
+    def remove(self, agent: str, ref: Optional[str]) -> ScheduleResultData:
+        job = self.find(agent, ref, "remove")
+        cron.remove(self.home(agent), job.id)
+        self.history.forget(agent, job.id)
+        self.watches.forget(agent, job.id)
+        return self._answer("remove", agent, f"schedule '{job.name}' removed with its history")
+
+    def _answer(
+        self,
+        action: str,
+        agent: str,
+        message: str,
+        jobs: Sequence[CronJob] = (),
+        history: Sequence[ScheduleRun] = (),
+    ) -> ScheduleResultData:
+        return ScheduleResultData(
+            action=action,
+            agent=agent,
+            worker=self.worker_name,
+            schedules=[self.info(agent, job) for job in jobs],
+            history=list(history),
+            message=message,
+        )
 
     def find(self, agent: str, ref: Optional[str], action: str) -> CronJob:
         if not ref:

@@ -12,9 +12,10 @@ back is redacted (and bounded by the tool runner like any result).
 """
 
 import json
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
 from ...errors import HermesError
+from ...models import ScheduleResultData
 from ...safety.redact import redact
 from .calls import ToolError
 from .specs import SEARCH_CHARS, RecordsSpec
@@ -25,13 +26,21 @@ MESSAGE_CHARS = 4000  # of each message of a session read
 SESSIONS_SEARCHED = 50  # newest sessions of an agent a search looks through
 
 
+class ScheduleReader(Protocol):
+    """The schedule actions a records tool reads through (``schedules.actions.ScheduleActions``)."""
+
+    def list_schedules(self, agent: str) -> ScheduleResultData: ...
+
+    def runs(self, agent: str, ref: Optional[str], limit: int) -> ScheduleResultData: ...
+
+
 class RecordsReader:
     """
     Reads records for the records tools of one worker's agents.
 
     Args:
         sessions: the worker's sessions (``list``, ``get``).
-        schedules: the worker's schedules (``act`` of the schedule task: list, history).
+        schedules: the worker's schedule actions (``schedules.actions.ScheduleActions``).
         evidence: the evidence store (``artifacts``, ``artifact``).
         known: whether an agent is one of this worker's.
         secrets: values to mask.
@@ -40,7 +49,7 @@ class RecordsReader:
     def __init__(
         self,
         sessions: Any,
-        schedules: Any,
+        schedules: ScheduleReader,
         evidence: Any,
         known: Callable[[str], bool],
         secrets: Callable[[], List[str]],
@@ -130,11 +139,11 @@ class RecordsReader:
     # ------------------------------------------------------------ schedules
 
     def _list_schedules(self, agent: str, arguments: Dict[str, Any], limit: int) -> List[Dict[str, Any]]:
-        return [s.model_dump() for s in self.schedules.act(agent, "list", None, None, limit).schedules[:limit]]
+        return [s.model_dump() for s in self.schedules.list_schedules(agent).schedules[:limit]]
 
     def _schedule_history(self, agent: str, arguments: Dict[str, Any], limit: int) -> List[Dict[str, Any]]:
         ref = self._need(arguments, "schedule")
-        return [r.model_dump() for r in self.schedules.act(agent, "history", ref, None, limit).history]
+        return [r.model_dump() for r in self.schedules.runs(agent, ref, limit).history]
 
     # ------------------------------------------------------------- evidence
 
