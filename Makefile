@@ -36,6 +36,7 @@ test-hard: env
 lint: env
 	$(RUN) ruff check .
 	$(RUN) ruff format --check .
+	$(RUN) mypy
 
 # build the wheel, install each host role into fresh environments as the docs say, run them
 install-check: | $(UV)

@@ -307,3 +307,31 @@ def test_norfab_internals_are_reached_only_in_norfab_compat():
         if found:
             offenders[name] = found
     assert not offenders
+
+
+def test_the_host_is_the_port_the_hermes_side_calls():
+    """The type checker holds the host to the port the plugin and adapter use:
+    a method renamed or missing, or a signature that drifted, on either side fails here."""
+    code = (
+        "from norfab_hermes.worker.host import HermesHost\n"
+        "from norfab_hermes.worker.hermes.port import HostPort\n"
+        "from norfab_hermes.worker.runs.run import Run\n"
+        "def port_of(host: HermesHost) -> HostPort[Run]:\n"
+        "    return host\n"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file=",
+            "--ignore-missing-imports",
+            "--follow-imports=silent",
+            "-c",
+            code,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -5,7 +5,7 @@ the agent, the field and the fix.
 """
 
 import re
-from typing import Any, Dict, List, Literal, Union
+from typing import Any, Dict, List, Literal, Tuple, Union
 
 from pydantic import (
     Field,
@@ -376,6 +376,7 @@ class AgentDefinition(StrictModel):
         """A change's preview and verify name read-only tools of this agent, and use the call's own arguments."""
         extra = read_only_tasks_of(info)
         read_only = sorted(name for name, tool in self.tools.items() if not tool.tool_class(extra).changes)
+        changes: List[Tuple[str, Union[ToolDefinition, WorkflowDefinition]]]
         changes = [(f"tools.{n}", t) for n, t in self.tools.items() if n not in read_only]
         changes += [(f"workflows.{n}", t) for n, t in self.workflows.items()]
         for where, tool in changes:

@@ -70,7 +70,7 @@ class RunInput(AgentInput):
         None, description="Case (incident) the run belongs to: every record of the run carries it, e.g. INC-2041"
     )
 
-    _schema = field_validator("response_schema")(classmethod(_response_schema))
+    _schema: Any = field_validator("response_schema")(classmethod(_response_schema))
 
 
 class InvokeInput(RunInput):

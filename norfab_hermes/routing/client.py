@@ -64,7 +64,7 @@ class Hermes:
             session_id, agent, worker, stop_reason, tool_calls, usage, warnings.
         """
         target = self.router.resolve(agent, workers, session_id)
-        kwargs = {"instructions": instructions, "session_id": session_id}
+        kwargs: Dict[str, Any] = {"instructions": instructions, "session_id": session_id}
         if timeout:
             kwargs["run_timeout"] = timeout
         if case_id:

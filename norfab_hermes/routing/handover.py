@@ -56,10 +56,10 @@ def instructions(material: List[HandoverMaterial], since: str, request: str, cas
     lines = [f"# Handover material{f' of case {case_id}' if case_id else ''} since {since}", ""]
     for worker in material:
         lines += [f"## Worker {worker.worker}", ""]
-        for item in worker.sessions:
-            lines += _session(item) + [""]
-        for item in worker.findings:
-            lines += _finding(item) + [""]
+        for session in worker.sessions:
+            lines += _session(session) + [""]
+        for finding in worker.findings:
+            lines += _finding(finding) + [""]
         if not (worker.sessions or worker.findings):
             lines += ["Nothing since then.", ""]
     lines += _unanswered_runs(material)

@@ -36,7 +36,8 @@ def verify_audit(routes: Router, workers: Selector = None) -> Dict[str, dict]:
 
 def record_of(res: Optional[dict]) -> Optional[str]:
     """The shared record a Result dict answered from; None for a worker's own record or a failure."""
-    result = (res or {}).get("result")
+    res = res or {}
+    result = res.get("result")
     return result.get("record") if isinstance(result, dict) and not res.get("failed") else None
 
 

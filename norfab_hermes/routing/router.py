@@ -136,7 +136,7 @@ class Router:
         patterns = _patterns(workers)
         if not patterns:
             return alive
-        selected = []
+        selected: List[str] = []
         for pattern in patterns:
             if any(char in pattern for char in GLOB_CHARS):
                 matched = fnmatch.filter(alive, pattern)

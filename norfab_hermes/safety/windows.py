@@ -13,7 +13,7 @@ worker's change control.
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import FrozenSet, List, Optional
+from typing import FrozenSet, List, Optional, Set
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -38,7 +38,7 @@ def _day(name: str, text: str) -> int:
 def _days(spec: str, text: str) -> FrozenSet[int]:
     if spec == "daily":
         return frozenset(range(7))
-    days = set()
+    days: Set[int] = set()
     for part in spec.split(","):
         first, _, last = part.partition("-")
         start = _day(first, text)

@@ -98,12 +98,12 @@ class AgentCatalog:
                 profiles.disable_profile(self.home(name))
             elif marker.get("owner") == RUNTIME:
                 try:
-                    self.render(
-                        name,
-                        parse_agent(name, marker.get("definition"), self.inventory.read_only_tasks),
-                        RUNTIME,
-                        marker.get("stopped", False),
-                    )
+                    saved = parse_agent(name, marker.get("definition"), self.inventory.read_only_tasks)
+                    if not isinstance(saved, AgentDefinition):  # a reference is resolved before it is saved
+                        raise InventoryError(
+                            f"agent '{name}': its saved definition is a file reference; create it again"
+                        )
+                    self.render(name, saved, RUNTIME, marker.get("stopped", False))
                 except InventoryError as error:
                     self.owners[name], self.errors[name] = RUNTIME, str(error)
             else:
@@ -131,7 +131,7 @@ class AgentCatalog:
             definition,
             self.inventory.model,
             self.max_turns(definition),
-            os.environ,
+            dict(os.environ),
             profile_store.provider_key_vars,
         )
 

@@ -59,7 +59,7 @@ def incident_note(
     requests = [m for m in session.messages if m.role == "user" and m.content]
     answers = [m for m in session.messages if m.role == "assistant" and m.content and not m.tool_calls]
     runs = sorted({a.run_id for a in artifacts})
-    title = session.title or (requests[0].content.splitlines()[-1][:80] if requests else session.session_id)
+    title = session.title or ((requests[0].content or "").splitlines()[-1][:80] if requests else session.session_id)
     lines = [
         f"# Incident note: {title}",
         "",
@@ -73,9 +73,9 @@ def incident_note(
     for index, message in enumerate(answers, 1):
         asked = [m for m in requests if (m.timestamp or "") <= (message.timestamp or "")]
         if asked:
-            request = "\n".join(x for x in asked[-1].content.splitlines() if not x.startswith(ANSWER_FORMAT))
+            request = "\n".join(x for x in (asked[-1].content or "").splitlines() if not x.startswith(ANSWER_FORMAT))
             lines += [f"## Request {index}", "", *[f"> {x}" for x in request.splitlines()], ""]
-        body, q, n = _answer(message.content, by_id, kept)
+        body, q, n = _answer(message.content or "", by_id, kept)
         quotes, linked = quotes + q, linked + n
         lines += [f"## Answer {index} ({message.timestamp})", "", *body, ""]
     lines += [

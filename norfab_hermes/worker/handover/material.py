@@ -141,7 +141,8 @@ class Handover:
     def _case(self, case_id: str) -> Tuple[Set[str], Optional[datetime]]:
         """The sessions of a case's runs on this worker, and when its first run started."""
         runs = self.runs(CASE_RUNS_READ, 0, case_id=case_id).runs
-        return {r.session_id for r in runs if r.session_id}, min((parse_time(r.started) for r in runs), default=None)
+        started = [at for at in (parse_time(r.started) for r in runs) if at is not None]
+        return {r.session_id for r in runs if r.session_id}, min(started, default=None)
 
     def _sessions(self, agent: str, start: datetime, limit: int) -> List[HandoverSession]:
         found = []

@@ -61,8 +61,8 @@ def meter_model_requests(admit: Any) -> None:
 
         return metered_send
 
-    httpx.Client.send = metered(httpx.Client.send)
-    httpx.AsyncClient.send = ametered(httpx.AsyncClient.send)
+    httpx.Client.send = metered(httpx.Client.send)  # type: ignore[method-assign]  # the metering seam
+    httpx.AsyncClient.send = ametered(httpx.AsyncClient.send)  # type: ignore[method-assign]
 
 
 _IN_FLIGHT: Dict[str, Dict[int, Any]] = {}  # session key -> httpx clients that sent model requests in its turn

@@ -52,7 +52,7 @@ def _model_requests_keep_their_turn() -> None:
         def __init__(self, *args: Any, target: Any = None, **kwargs: Any) -> None:
             if target is not None:
                 target = functools.partial(contextvars.copy_context().run, target)
-            super().__init__(*args, target=target, **kwargs)
+            super().__init__(*args, target=target, **kwargs)  # type: ignore[misc]  # target is keyword-only here
 
     class TurnThreading(types.ModuleType):
         Thread = TurnThread
@@ -137,7 +137,7 @@ def _cheaper_config_copies() -> None:
 
     for module in list(sys.modules.values()):
         if getattr(module, "__dict__", {}).get("load_config") is original:
-            module.load_config = load_config
+            module.load_config = load_config  # type: ignore[attr-defined]  # found on it by the line above
 
 
 STREAM_POLL = 0.05  # seconds: how often the gateway looks for a turn's stream consumer, and the consumer at its queue

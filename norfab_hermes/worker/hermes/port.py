@@ -10,14 +10,18 @@ Nothing here imports the host: the dependency points from host to port.
 """
 
 import threading
-from typing import Any, Callable, Dict, List, Optional, Protocol
+from typing import Any, Callable, Dict, List, Optional, Protocol, TypeVar
 
 
 class RunPort(Protocol):
     """What hooks may do with a run in flight."""
 
-    session_key: str
-    interactive: bool
+    @property
+    def session_key(self) -> str: ...
+
+    @property
+    def interactive(self) -> bool: ...
+
     provider_errors: List[Dict[str, Any]]
 
     def event(self, message: str, **kwargs: Any) -> None: ...
@@ -29,17 +33,22 @@ class RunPort(Protocol):
     def count_usage(self, model: Optional[str], prompt: int, completion: int) -> None: ...
 
 
-class HostPort(Protocol):
+R = TypeVar("R", bound=RunPort)  # the host's own run type, handed back to it as it gave it
+
+
+class HostPort(Protocol[R]):
     """What Hermes-facing code may ask of the host."""
 
-    def run_for_session_key(self, session_key: str) -> Optional[RunPort]: ...
+    def run_for_session_key(self, session_key: str) -> Optional[R]: ...
 
-    def on_model_request(self, run: RunPort, api_call_count: int) -> None: ...
+    def tune_agent(self, run: R) -> None: ...
+
+    def tool_refusal(self, agent: str, tool: str) -> Optional[str]: ...
 
     def tool_spec(self, agent: str, name: str) -> Optional[Any]: ...
 
     def call_tool(
-        self, spec: Any, arguments: Dict[str, Any], run: Optional[RunPort], interrupted: Callable[[], bool]
+        self, spec: Any, arguments: Dict[str, Any], run: Optional[R], interrupted: Callable[[], bool]
     ) -> str: ...
 
     def ask_operator(self, session_key: str, question: str, default: Any) -> Any: ...
@@ -47,11 +56,11 @@ class HostPort(Protocol):
     def secrets(self) -> List[str]: ...
 
 
-_host: Optional[HostPort] = None
+_host: Optional[HostPort[Any]] = None
 _lock = threading.Lock()
 
 
-def bind(host: HostPort) -> None:
+def bind(host: HostPort[Any]) -> None:
     """Make ``host`` the one Hermes-facing code reaches (one host per worker process)."""
     global _host
     with _lock:
@@ -60,13 +69,13 @@ def bind(host: HostPort) -> None:
         _host = host
 
 
-def unbind(host: HostPort) -> None:
+def unbind(host: HostPort[Any]) -> None:
     global _host
     with _lock:
         if _host is host:
             _host = None
 
 
-def current() -> Optional[HostPort]:
+def current() -> Optional[HostPort[Any]]:
     """The running host, or None while none runs (starting, stopped)."""
     return _host

@@ -47,7 +47,7 @@ class HermesRuntime:
         self.log_level = log_level
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._runner: Any = None  # Hermes' GatewayRunner: reached through ``gateway`` only
-        self.gateway: Optional[Gateway] = None
+        self._gateway: Optional[Gateway] = None
         self.warnings: list = []
         self._thread: Optional[threading.Thread] = None
         self._started = threading.Event()
@@ -100,8 +100,8 @@ class HermesRuntime:
         try:
             self._runner = compat.make_runner()
             compat.size_turn_pool(self._runner, max_concurrent_runs)
-            self.gateway = Gateway(self._runner)
-            before_start(self.gateway)
+            self._gateway = Gateway(self._runner)
+            before_start(self._gateway)
             self.loop.run_until_complete(self._runner.start())
         except Exception as error:
             log.exception(f"{self.worker_name} - Hermes gateway failed to start")
@@ -114,8 +114,17 @@ class HermesRuntime:
         self.loop.run_until_complete(self.loop.shutdown_default_executor())
         self.loop.close()
 
+    @property
+    def gateway(self) -> Gateway:
+        """The running gateway (it runs from ``start_gateway`` on)."""
+        if self._gateway is None:
+            raise RuntimeError(f"the Hermes gateway of worker {self.worker_name} is not started")
+        return self._gateway
+
     def submit(self, coroutine: Coroutine) -> concurrent.futures.Future:
         """Run ``coroutine`` on the gateway loop; wait on the returned future from any thread."""
+        if self.loop is None:
+            raise RuntimeError(f"the Hermes gateway of worker {self.worker_name} is not started")
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
     def send(
@@ -124,7 +133,10 @@ class HermesRuntime:
         """Send ``text`` to the agent's gateway chat; the future gives the finished adapter turn."""
 
         async def turn() -> Any:
-            submitted = await self.gateway.adapter(agent).submit(text, chat_id, agent, on_text)
+            adapter = self.gateway.adapter(agent)
+            if adapter is None:
+                raise RuntimeError(f"agent '{agent}' has no NorFab adapter in the gateway (stopped?)")
+            submitted = await adapter.submit(text, chat_id, agent, on_text)
             return await submitted.done
 
         return self.submit(turn())

@@ -24,7 +24,7 @@ import logging
 import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...errors import OverBudget
 from ...models import (
@@ -187,13 +187,17 @@ class Schedules:
         started = datetime.now(timezone.utc)
         due = parse_time(job.next_run_at)
         late = self._record_missed(agent, job, due, started)
+
+        def not_run(status: str, label: str, message: str, **record: Any) -> "cron.CronOutcome":
+            """An occurrence that ran no turn here: its history entry and what Hermes' cron is told."""
+            run = ScheduleRun(schedule_id=job.id, status=status, due=iso(due), started=iso(started), **record)
+            self.history.record(agent, run)
+            ran_elsewhere = label == "ELSEWHERE"
+            return ran_elsewhere, f"# {job.name} ({label})\n\n{message}\n", "", None if ran_elsewhere else message
+
         if job.host_fields:
             error = f"schedule sets {', '.join(job.host_fields)}: hermes workers run agents only, never scripts on the worker host"
-            self.history.record(
-                agent,
-                ScheduleRun(schedule_id=job.id, status="failed", due=iso(due), started=iso(started), warnings=[error]),
-            )
-            return False, f"# {job.name} (REFUSED)\n\n{error}\n", "", error
+            return not_run("failed", "REFUSED", error, warnings=[error])
         watched = self.watches.get(agent, job.id)
         try:
             # a claim the shared record cannot take fails below: an occurrence nobody claimed runs nowhere
@@ -201,42 +205,13 @@ class Schedules:
             owner = self.claim(watched.group, agent, job.name, iso(due) or iso(started)) if grouped else None
             if owner not in (None, self.worker_name):  # another member of the group claimed it first
                 note = f"ran on worker {owner} of group {watched.group}"
-                self.history.record(
-                    agent,
-                    ScheduleRun(
-                        schedule_id=job.id,
-                        status="skipped",
-                        due=iso(due),
-                        started=iso(started),
-                        note=note,
-                        worker=owner,
-                    ),
-                )
-                return True, f"# {job.name} (ELSEWHERE)\n\n{note}\n", "", None
+                return not_run("skipped", "ELSEWHERE", note, note=note, worker=owner)
             result = self.run_scheduled(agent, cron.job_prompt(job) or job.prompt, job.id, watched.response_schema)
         except OverBudget as error:  # the agent's daily budget is spent: no model is called
-            message = str(error)
-            self.history.record(
-                agent,
-                ScheduleRun(
-                    schedule_id=job.id,
-                    status="skipped",
-                    due=iso(due),
-                    started=iso(started),
-                    warnings=[message],
-                    note="skipped: the agent's daily budget is spent, the model was not called",
-                ),
-            )
-            return False, f"# {job.name} (SKIPPED)\n\n{message}\n", "", message
+            note = "skipped: the agent's daily budget is spent, the model was not called"
+            return not_run("skipped", "SKIPPED", str(error), warnings=[str(error)], note=note)
         except Exception as error:  # the agent cannot run now (stopped, busy, shutting down)
-            message = str(error)
-            self.history.record(
-                agent,
-                ScheduleRun(
-                    schedule_id=job.id, status="failed", due=iso(due), started=iso(started), warnings=[message]
-                ),
-            )
-            return False, f"# {job.name} (FAILED)\n\n{message}\n", "", message
+            return not_run("failed", "FAILED", str(error), warnings=[str(error)])
         status = STATUS_BY_STOP_REASON.get(result.stop_reason, "failed")
         warnings = list(result.warnings)
         if status == "ok" and not result.response.strip():

@@ -12,7 +12,7 @@ from .calls import ChangeAsk, ToolError
 class Approver:
     """Asks for the approval of the tool calls that need it, for the agents of one worker."""
 
-    def __init__(self, ask: Callable[..., Any] = None, inbox: Any = None) -> None:
+    def __init__(self, ask: Optional[Callable[..., Any]] = None, inbox: Any = None) -> None:
         self.ask = ask  # ask(session_key, question, default, metadata): the run's operator answers, or PermissionError
         self.inbox = inbox  # the approval inbox of runs nobody is attached to
 
@@ -72,6 +72,8 @@ class Approver:
         if change:
             question = f"{change.shown()}\n{question}"
             metadata["approval"].update(digest=change.digest, devices=change.devices, preview=change.preview)
+        if self.ask is None:
+            raise ToolError("this tool needs the operator's approval: nobody can be asked here; the call was not made")
         try:
             allowed = self.ask(run.session_key, question, False, metadata)
         except PermissionError as reason:

@@ -199,7 +199,7 @@ class ChangeRunner:
     ) -> Tuple[str, str, Optional[str]]:
         """A change's reply as the model reads it; the devices it reached count against the run."""
         if isinstance(target, WorkflowSpec):
-            text, status, error, steps = workflow.render(target, uuid, reply, built.sha256, self.runner.secrets())
+            text, status, error, steps = workflow.render(target, uuid, reply, built.sha256 or "", self.runner.secrets())
             call.run.touched({host for _, workers in steps for host in replies.devices_in(workers)})
             return text, status, error
         if target.target.service == "nornir":
@@ -250,14 +250,14 @@ class ChangeRunner:
         trace = CallTrace()
         try:
             target, undo, shown = payload.rollback_call(self.runner, call, built)
-        except ToolError as error:
-            return RollbackRecord(state="failed", error=str(error))
+        except ToolError as refused:
+            return RollbackRecord(state="failed", error=str(refused))
         if definition.approval:
             ask = ChangeAsk(undo.devices, digest, shown, "roll back the change of tool", " (its verification failed)")
             try:
                 self.runner.approver.approve(spec, call.arguments, run, ask)
-            except ToolError as error:
-                return RollbackRecord(state="declined", error=str(error))
+            except ToolError as declined:
+                return RollbackRecord(state="declined", error=str(declined))
         run.event(f"tool {spec.name} rolling back change {digest} on {', '.join(undo.devices)}", severity="WARNING")
         try:
             reply = self.send(call, target, undo, trace)

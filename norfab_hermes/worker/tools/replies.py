@@ -88,8 +88,9 @@ def render(
         "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "workers": workers,
     }
-    if errors:
-        payload["error"] = "; ".join(errors)
+    failure = "; ".join(errors) if errors else None
+    if failure:
+        payload["error"] = failure
     if artifacts:
         payload["artifacts"] = artifacts  # kept whole: the records tool and the evidence task read them
-    return json.dumps(payload, default=str), "completed" if ok else "failed", payload.get("error")
+    return json.dumps(payload, default=str), "completed" if ok else "failed", failure

@@ -64,7 +64,7 @@ class ToolRunner:
         max_chars: int,
         per_target: int,
         secrets: Callable[[], List[str]] = lambda: [],
-        ask: Callable[..., Any] = None,
+        ask: Optional[Callable[..., Any]] = None,
         inbox: Any = None,
         delegator: Any = None,
         changes: Any = None,

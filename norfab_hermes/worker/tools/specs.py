@@ -314,3 +314,7 @@ class WorkflowSpec:
             "steps": steps,
             "error": self.error,
         }
+
+
+# every tool kind an agent's tool box holds
+AnySpec = Union[ToolSpec, DelegateSpec, RecordsSpec, WorkflowSpec]

@@ -8,7 +8,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...models import AgentDefinition
-from .specs import DelegateSpec, RecordsSpec, ToolSpec, WorkflowSpec
+from .specs import AnySpec, DelegateSpec, RecordsSpec, ToolSpec, WorkflowSpec
 
 LIST_TASKS_TIMEOUT = 15
 
@@ -46,13 +46,13 @@ class ToolBox:
         self.client = client
         self.retry_interval = retry_interval  # seconds between retries of tools whose service did not answer
         self.read_only_tasks = read_only_tasks or {}  # the worker inventory's additions to the read-only list
-        self.specs: Dict[str, Dict[str, ToolSpec]] = {}
+        self.specs: Dict[str, Dict[str, AnySpec]] = {}
         self._tried = 0.0  # last retry of unavailable tools
         self._lock = threading.Lock()
 
     def load(self, agents: Dict[str, AgentDefinition]) -> None:
         """Specs for these agents' tools and delegates; each target service's tasks are listed once."""
-        specs = {
+        specs: Dict[str, Dict[str, AnySpec]] = {
             agent: {
                 **{name: ToolSpec(agent, name, d, self.read_only_tasks) for name, d in a.tools.items()},
                 **{name: DelegateSpec(agent, name, d, a.max_delegation_depth) for name, d in a.delegates.items()},
@@ -72,7 +72,7 @@ class ToolBox:
         self.specs.pop(agent, None)
         return "; ".join(refusals)
 
-    def get(self, agent: str, name: str) -> Optional[ToolSpec]:
+    def get(self, agent: str, name: str) -> Optional[AnySpec]:
         return self.specs.get(agent, {}).get(name)
 
     def retry_unavailable(self) -> bool:

@@ -66,7 +66,7 @@ def build(
 
 def sent_step(original: Dict[str, Any], step: Step, kwargs: Dict[str, Any], timeout: float) -> Dict[str, Any]:
     """One step as the workflow service gets it: the file's step, filled in, its timeout capped."""
-    sent = {"service": step.service, "task": step.task, "workers": step.workers, "kwargs": kwargs}
+    sent: Dict[str, Any] = {"service": step.service, "task": step.task, "workers": step.workers, "kwargs": kwargs}
     sent["timeout"] = int(max(1, min(step.timeout or timeout, timeout)))
     sent.update({key: original[key] for key in ("stop_on_failure", *RUN_IF) if key in original})
     return sent
@@ -85,8 +85,10 @@ def render(
         raise ToolError(
             f"job {uuid} for workflow.run got no reply: no workflow worker matched '{spec.target.workers}' or it timed out"
         )
-    steps, errors, replies = {}, list(redact(result.get("errors") or [], secrets)), []
-    runs = next(iter((result.get("result") or {}).values()), {}) if isinstance(result.get("result"), dict) else {}
+    errors = list(redact(result.get("errors") or [], secrets))
+    steps: Dict[str, Any] = {}
+    replies: List[Tuple[str, Any]] = []
+    runs: Any = next(iter((result.get("result") or {}).values()), {}) if isinstance(result.get("result"), dict) else {}
     for name, workers in (runs or {}).items():
         replies.append((name, workers))
         for worker, outcome in (workers or {}).items():
@@ -115,6 +117,7 @@ def render(
         "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "steps": steps,
     }
-    if errors or result.get("failed"):
-        payload["error"] = "; ".join(errors or ["the workflow failed"])
-    return json.dumps(payload, default=str), "completed" if payload["ok"] else "failed", payload.get("error"), replies
+    error = "; ".join(errors or ["the workflow failed"]) if errors or result.get("failed") else None
+    if error:
+        payload["error"] = error
+    return json.dumps(payload, default=str), "completed" if payload["ok"] else "failed", error, replies
