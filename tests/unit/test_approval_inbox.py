@@ -102,3 +102,35 @@ def test_a_callers_own_answer_is_recorded_as_a_decision():
     [info] = run.approval_infos()
     assert (info.state, info.decided_by, info.note) == ("approved", "noc-desk", "answered by the run's caller")
     assert records.approvals == [("decided", "approved", "noc-desk")]
+
+
+class Channel:
+    """An approval channel that keeps what it was told; ``broken`` raises on every step."""
+
+    def __init__(self, broken=False):
+        self.told, self.broken = [], broken
+
+    def approval(self, info, kind):
+        if self.broken:
+            raise ConnectionError("the channel is down")
+        self.told.append((kind, info.approval_id, info.state, info.decided_by))
+
+
+def test_every_channel_is_told_each_step_after_the_record_and_a_broken_one_changes_nothing():
+    records, channel, broken = Records(), Channel(), Channel(broken=True)
+    inbox = ApprovalInbox("w1", records, channels=[broken, channel])
+    run, approval_id, (thread, outcome) = parked(inbox, ["lead"])
+    assert channel.told == [("requested", approval_id, "pending", None)]
+    inbox.decide(approval_id, True, "lead", "go")
+    thread.join(5)
+    assert outcome["info"].state == "approved", "a channel that raises never stops a decision"
+    assert channel.told[1:] == [("decided", approval_id, "approved", "lead")]
+    assert records.saved[approval_id].state == "approved"
+
+
+def test_a_channel_is_told_when_nobody_decides_in_time():
+    channel = Channel()
+    inbox = ApprovalInbox("w1", Records(), channels=[channel])
+    run, approval_id, (thread, outcome) = parked(inbox, ["lead"], timeout=0.3)
+    thread.join(5)
+    assert [(kind, state) for kind, _, state, _ in channel.told] == [("requested", "pending"), ("expired", "expired")]

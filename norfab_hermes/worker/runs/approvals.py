@@ -19,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Protocol
+from typing import Any, Dict, List, Optional, Protocol, Sequence
 
 from ...errors import InvalidRequest, NotAllowed, UnknownApproval
 from ...models import ApprovalInfo, arguments_digest
@@ -47,6 +47,14 @@ class ApprovalLog(Protocol):
         actor: Optional[str] = None,
         **data: Any,
     ) -> None: ...
+
+
+class ApprovalChannel(Protocol):
+    """Told of every step of every approval (requested, partly_approved, decided, expired), after the
+    record has it: where a notifier (a chat room, email, a webhook) hooks in. It must return at once
+    (queue, never send here); a channel that raises is logged and the approval goes on."""
+
+    def approval(self, info: ApprovalInfo, kind: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -78,10 +86,17 @@ class ApprovalRecord:
 class ApprovalInbox:
     """Pending and decided approvals of one worker's runs."""
 
-    def __init__(self, worker_name: str, records: Optional[ApprovalLog] = None, identity: Any = None) -> None:
+    def __init__(
+        self,
+        worker_name: str,
+        records: Optional[ApprovalLog] = None,
+        identity: Any = None,
+        channels: Sequence[ApprovalChannel] = (),
+    ) -> None:
         self.worker_name = worker_name
         self.records = records
         self.identity = identity  # the worker's IdentityGate: with operators, roles and four eyes apply
+        self.channels = list(channels)  # told of each step, after the record
         self._approvals: Dict[str, ApprovalRecord] = {}
         self._lock = threading.Lock()
 
@@ -278,8 +293,11 @@ class ApprovalInbox:
         )
 
     def _record(self, info: ApprovalInfo, kind: str, actor: Optional[str] = None) -> None:
+        """Every step of an approval passes here: the record first, then each channel."""
         if self.records is not None:
             self._safely(self.records.approval, info, kind, actor)
+        for channel in self.channels:
+            self._safely(channel.approval, info, kind)
 
     def _safely(self, write: Any, *args: Any, **kwargs: Any) -> None:
         try:
