@@ -74,27 +74,46 @@ def set_anchor(db: sqlite3.Connection, name: str, seq: int, hash_: str) -> None:
     )
 
 
-def append(
-    db: sqlite3.Connection,
+class ChainMoved(Exception):
+    """Another worker appended to the shared chain since this one last did: write again after the new head."""
+
+
+def head(db: sqlite3.Connection) -> Tuple[int, str]:
+    """Where the chain ends (sequence number, hash): its head anchor, else its last entry, else the last
+    pruned link (a log whose head anchor is missing continues from its last entry)."""
+    seq, prev = anchor(db, "head")
+    if seq == 0:
+        last = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (last["seq"], last["hash"]) if last else anchor(db, "pruned")
+    return seq, prev
+
+
+def entry(
+    after: Tuple[int, str],
     worker: str,
     kind: str,
     agent: Optional[str] = None,
     run_id: Optional[str] = None,
     actor: Optional[str] = None,
     data: Optional[Dict[str, Any]] = None,
-) -> int:
-    """Append one entry inside the caller's transaction; its sequence number."""
-    seq, prev = anchor(db, "head")
-    if seq == 0:  # a log whose head anchor is missing continues from its last entry
-        last = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (last["seq"], last["hash"]) if last else anchor(db, "pruned")
+) -> Tuple[Any, ...]:
+    """The row of the entry after the chain's head ``after`` (its columns, in ``COLUMNS``' order)."""
+    seq, prev = after
     seq += 1
     time, text = now_iso(), canonical(data or {})
     digest = entry_hash(prev, seq, time, worker, kind, agent, run_id, actor, text)
-    db.execute(
-        f"INSERT INTO audit ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (seq, time, worker, kind, agent, run_id, actor, text, prev, digest),
-    )
+    return (seq, time, worker, kind, agent, run_id, actor, text, prev, digest)
+
+
+def insert(db: sqlite3.Connection, row: Tuple[Any, ...]) -> Tuple[int, str]:
+    """Write an entry ``entry`` made; the chain's new head (sequence number, hash)."""
+    db.execute(f"INSERT INTO audit ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+    return row[0], row[-1]
+
+
+def append(db: sqlite3.Connection, worker: str, kind: str, *args: Any, **kwargs: Any) -> int:
+    """Append one entry after the chain's head inside the caller's transaction; its sequence number."""
+    seq, digest = insert(db, entry(head(db), worker, kind, *args, **kwargs))
     set_anchor(db, "head", seq, digest)
     return seq
 

@@ -20,7 +20,7 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ...errors import InventoryError
 from ...identity.gate import SIGNED
@@ -42,6 +42,7 @@ from .db import RECORDS_FILE, Database
 from .runs import RunRow, iso
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PRUNE_INTERVAL = 3600.0  # seconds between retention checks while the worker runs
 AUDIT_TEXT_CHARS = 1000  # of the instructions an audit entry keeps (the run record has them whole)
@@ -84,6 +85,7 @@ class Records:
         self.settings = settings
         self.db = open_database(root, worker, settings)
         self._pruned = 0.0
+        self._cases: Dict[str, Optional[str]] = {}  # run id -> case id, of this worker's runs in flight
         self._prune_lock = threading.Lock()
 
     @property
@@ -107,19 +109,26 @@ class Records:
             "dedupe_key": row.dedupe_key,
             "provenance": row.provenance.model_dump() if row.provenance else None,
         }
-        with self.db.transaction() as db:
+        self._cases[row.run_id] = row.case_id
+
+        def write(db: Any) -> None:
             runs.insert(db, row)
             self._append(db, "run.started", row.agent, row.run_id, row.client, details)
 
+        self._write(write, durable=False)
+
     def run_running(self, run_id: str, session_id: Optional[str]) -> None:
-        with self.db.transaction() as db:
-            runs.set_state(db, run_id, "running", session_id)
+        self._write(lambda db: runs.set_state(db, run_id, "running", session_id), durable=False)
 
     def tool_call(self, agent: str, run_id: str, calls: List[ToolCallSummary]) -> None:
         """The run made a tool call (the last of ``calls``)."""
-        with self.db.transaction() as db:
-            runs.set_tool_calls(db, run_id, [call.model_dump(exclude_none=True) for call in calls])
-            self._append(db, "tool.call", agent, run_id, None, calls[-1].model_dump(exclude_none=True))
+        dumped = [call.model_dump(exclude_none=True) for call in calls]
+
+        def write(db: Any) -> None:
+            runs.set_tool_calls(db, run_id, dumped)
+            self._append(db, "tool.call", agent, run_id, None, dumped[-1])
+
+        self._write(write, durable=False)
 
     def run_ended(self, state: RunStateData, finished: float) -> None:
         result = state.result
@@ -130,9 +139,13 @@ class Records:
             "total_tokens": result.usage.total_tokens if result else 0,
             "cost_usd": result.usage.cost_usd if result else None,
         }
-        with self.db.transaction() as db:
+
+        def write(db: Any) -> None:
             runs.finish(db, state, finished)
             self._append(db, "run.ended", state.agent, state.run_id, state.client, details)
+
+        self._write(write)
+        self._cases.pop(state.run_id, None)
         self.prune_now_and_then()
 
     # ----------------------------------------------------------- approvals
@@ -150,10 +163,13 @@ class Records:
         }
         if info.change_digest:  # a change: what was approved, on which devices
             details.update(change_digest=info.change_digest, devices=info.devices)
-        with self.db.transaction() as db:
+
+        def write(db: Any) -> None:
             approvals.save(db, info)
             runs.set_state(db, info.run_id, "waiting_for_approval" if info.state == "pending" else "running")
             self._append(db, f"approval.{kind}", info.agent, info.run_id, actor, details)
+
+        self._write(write, durable=info.state != "pending")  # a decision is on disk before the call it allows
 
     def note(
         self,
@@ -164,8 +180,22 @@ class Records:
         **data: Any,
     ) -> None:
         """An audit entry of its own: a refused decision, a lifecycle or schedule change, a skipped run."""
-        with self.db.transaction() as db:
-            self._append(db, kind, agent, run_id, actor, data)
+        self._write(lambda db: self._append(db, kind, agent, run_id, actor, data))
+
+    def _write(self, body: Callable[[Any], T], durable: bool = True) -> T:
+        """``body`` in one write transaction; once more after the new head when another worker appended to
+        the fleet's audit chain meanwhile (the second time the head is read and locked: it cannot move).
+
+        ``durable=False`` (a run's progress: accepted, running, a tool call, an approval asked, usage): on
+        PostgreSQL the commit does not wait for its flush to disk; the run's next durable write (its end, a
+        decision) flushes it with everything before it. A worker killed loses nothing either way.
+        """
+        try:
+            with self.db.transaction(durable) as db:
+                return body(db)
+        except audit.ChainMoved:
+            with self.db.transaction(durable) as db:
+                return body(db)
 
     def _append(
         self,
@@ -177,12 +207,15 @@ class Records:
         data: Optional[Dict[str, Any]] = None,
     ) -> None:
         """An audit entry in the caller's transaction; an entry of a run of a case names the case."""
-        if run_id and (case_id := runs.case_of(db, run_id)):
+        case_id = self._cases[run_id] if run_id in self._cases else run_id and runs.case_of(db, run_id)
+        if case_id:
             data = {**(data or {}), "case_id": case_id}
         if (signed := SIGNED.get()) is not None:  # the operator's proof, for verify_audit to check again
             data = {**(data or {}), "signed": signed.audit()}
-        self.db.serialize(db, "audit")  # one chain for the fleet: its workers append in turn
-        audit.append(db, self.worker, kind, agent, run_id, actor, data)
+        before = self.db.chain_head(db)  # one chain for the fleet: its workers append in turn
+        row = audit.entry(before, self.worker, kind, agent, run_id, actor, data)
+        self.db.move_head(db, before, (row[0], row[-1]))  # first: the head's row is the chain's lock
+        audit.insert(db, row)
 
     # --------------------------------------------------------------- usage
 
@@ -191,13 +224,11 @@ class Records:
             return usage.spent(db, agent, day)
 
     def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
-        with self.db.transaction() as db:
-            return usage.add(db, agent, day, tokens, cost)
+        return self._write(lambda db: usage.add(db, agent, day, tokens, cost), durable=False)
 
     def claim(self, group: str, agent: str, name: str, due: str) -> str:
         """The worker that runs this due occurrence of a grouped schedule (this one, when it claimed it first)."""
-        with self.db.transaction() as db:
-            return occurrences.claim(db, group, agent, name, due, self.worker)
+        return self._write(lambda db: occurrences.claim(db, group, agent, name, due, self.worker))
 
     # --------------------------------------------------------------- reads
 
@@ -267,7 +298,8 @@ class Records:
         devices; any other ends ``interrupted``.
         """
         now = time.time()
-        with self.db.transaction() as db:
+
+        def write(db: Any) -> Tuple[List[str], List[str]]:
             cut_approvals = []
             for info in approvals.pending(db, self.worker):
                 info = info.model_copy(update={"state": "expired", "decided": iso(now), "note": APPROVAL_CUT_NOTE})
@@ -291,7 +323,9 @@ class Records:
                 runs.finish(db, state, now)
                 self._append(db, "run.ended", row["agent"], row["run_id"], row["client"], details)
                 cut_runs.append(row["run_id"])
-        return cut_runs, cut_approvals
+            return cut_runs, cut_approvals
+
+        return self._write(write)
 
     def _cut(self, row: Any, asked: List[ApprovalInfo], now: float, changes: List[OutcomeUnknown]) -> RunStateData:
         """The state of a run the worker's crash cut: what its record knew, and why it ended."""
@@ -336,7 +370,8 @@ class Records:
         with self._prune_lock:
             self._pruned = time.time()
             cutoff = datetime.now(timezone.utc) - timedelta(days=self.settings.keep_days)
-            with self.db.transaction() as db:
+
+            def write(db: Any) -> Tuple[int, int]:
                 gone = runs.prune(db, cutoff.timestamp(), self.settings.keep_runs)
                 gone_approvals = approvals.prune(db)
                 usage.prune(db, cutoff.strftime("%Y-%m-%d"))
@@ -353,6 +388,9 @@ class Records:
                             "keep_days": self.settings.keep_days,
                         },
                     )
+                return gone, gone_entries
+
+            gone, gone_entries = self._write(write)
             if gone or gone_entries:
                 self.db.compact()
                 log.info(f"{self.worker} - Pruned {gone} run records and {gone_entries} audit entries past retention")
