@@ -96,11 +96,13 @@ def entry(
     run_id: Optional[str] = None,
     actor: Optional[str] = None,
     data: Optional[Dict[str, Any]] = None,
+    at: Optional[str] = None,
 ) -> Tuple[Any, ...]:
-    """The row of the entry after the chain's head ``after`` (its columns, in ``COLUMNS``' order)."""
+    """The row of the entry after the chain's head ``after`` (its columns, in ``COLUMNS``' order), made
+    ``at`` (ISO time; default: now)."""
     seq, prev = after
     seq += 1
-    time, text = now_iso(), canonical(data or {})
+    time, text = at or now_iso(), canonical(data or {})
     digest = entry_hash(prev, seq, time, worker, kind, agent, run_id, actor, text)
     return (seq, time, worker, kind, agent, run_id, actor, text, prev, digest)
 

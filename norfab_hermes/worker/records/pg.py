@@ -177,7 +177,10 @@ class Connection:
         """Nothing of it stays: what waits is dropped, what reached the server is rolled back."""
         self.waiting = []
         if self.begun and not (self.raw.closed or self.raw.broken):
-            self.raw.execute("ROLLBACK")
+            try:
+                self.raw.execute("ROLLBACK")
+            except driver().Error:  # the connection broke meanwhile: the server rolled it back
+                pass
 
 
 def driver() -> Any:
@@ -259,6 +262,15 @@ class PgDatabase:
                     log.info(f"Records database {self.source}: applied schema migration {name}")
         finally:
             raw.execute("SELECT pg_advisory_unlock(%s, 0)", [MIGRATION_LOCK])
+
+    def reachable(self) -> bool:
+        """Whether the database answers now."""
+        try:
+            with self._lock, self._failing():
+                self._connection().execute("SELECT 1")
+            return True
+        except RecordsUnavailable:
+            return False
 
     def _connection(self) -> Any:
         if self._raw.closed or self._raw.broken:
@@ -358,7 +370,11 @@ class PgDatabase:
 
     @contextlib.contextmanager
     def holding(self, names: Sequence[str], wait: float) -> Iterator[bool]:
-        """``hold`` for a block: whether the locks were taken; released when the block ends."""
+        """``hold`` for a block: whether the locks were taken; released when the block ends (no names: the
+        database is not asked)."""
+        if not names:
+            yield True
+            return
         session = self.hold(names, wait)
         try:
             yield session is not None

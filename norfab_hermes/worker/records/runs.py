@@ -77,6 +77,18 @@ class RunRow:
     provenance: Optional[Provenance] = None
 
 
+def encode_row(row: RunRow) -> Dict[str, Any]:
+    """A run's row as JSON (the outbox keeps it while the fleet's record does not answer)."""
+    values = dataclasses.asdict(row)
+    values["provenance"] = row.provenance.model_dump() if row.provenance else None
+    return values
+
+
+def decode_row(values: Dict[str, Any]) -> RunRow:
+    known = values.get("provenance")
+    return RunRow(**{**values, "provenance": Provenance(**known) if known else None})
+
+
 def iso(seconds: Optional[float]) -> Optional[str]:
     return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds") if seconds else None
 

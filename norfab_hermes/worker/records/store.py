@@ -22,7 +22,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from ...errors import InventoryError
+from ...errors import InventoryError, RecordsUnavailable
 from ...identity.gate import SIGNED
 from ...models import (
     ApprovalInfo,
@@ -39,6 +39,7 @@ from ...models import (
 )
 from . import approvals, audit, occurrences, runs, usage
 from .db import RECORDS_FILE, Database
+from .outbox import Outbox
 from .runs import RunRow, iso
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,10 @@ class Records:
         self.worker = worker
         self.settings = settings
         self.db = open_database(root, worker, settings)
+        self._order = threading.RLock()  # the worker's writes, in the order they reach the record or the outbox
+        self.outbox = (
+            Outbox(root, worker, self.db.source, self._replay, self.db.reachable, self._order) if self.shared else None
+        )
         self._pruned = 0.0
         self._cases: Dict[str, Optional[str]] = {}  # run id -> case id, of this worker's runs in flight
         self._prune_lock = threading.Lock()
@@ -98,78 +103,32 @@ class Records:
         return self.db.shared
 
     # ---------------------------------------------------------------- runs
+    # Each write is named and its arguments are JSON (``_record``): kept in the outbox while the fleet's
+    # record does not answer, and written from there the same way (``_body``) once it does.
 
-    def run_started(self, row: RunRow) -> None:
-        details = {
-            "instructions": row.instructions[:AUDIT_TEXT_CHARS],
-            "session_id": row.session_id,
-            "schedule_id": row.schedule_id,
-            "job_uuid": row.job_uuid,
-            "parent_run_id": row.parent_run_id,
-            "dedupe_key": row.dedupe_key,
-            "provenance": row.provenance.model_dump() if row.provenance else None,
-        }
+    def run_started(self, row: RunRow, needs_record: Optional[str] = None) -> None:
+        """A run was accepted. ``needs_record``: why it cannot go on without the record (it may change a
+        device, its device locks are there): refused (RecordsUnavailable) rather than kept in the outbox."""
         self._cases[row.run_id] = row.case_id
-
-        def write(db: Any) -> None:
-            runs.insert(db, row)
-            self._append(db, "run.started", row.agent, row.run_id, row.client, details)
-
-        self._write(write, durable=False)
+        self._record("run_started", {"row": runs.encode_row(row)}, durable=False, needs_record=needs_record)
 
     def run_running(self, run_id: str, session_id: Optional[str]) -> None:
-        self._write(lambda db: runs.set_state(db, run_id, "running", session_id), durable=False)
+        self._record("run_running", {"run_id": run_id, "session_id": session_id}, durable=False)
 
     def tool_call(self, agent: str, run_id: str, calls: List[ToolCallSummary]) -> None:
         """The run made a tool call (the last of ``calls``)."""
         dumped = [call.model_dump(exclude_none=True) for call in calls]
-
-        def write(db: Any) -> None:
-            runs.set_tool_calls(db, run_id, dumped)
-            self._append(db, "tool.call", agent, run_id, None, dumped[-1])
-
-        self._write(write, durable=False)
+        self._record("tool_call", {"agent": agent, "run_id": run_id, "calls": dumped}, durable=False)
 
     def run_ended(self, state: RunStateData, finished: float) -> None:
-        result = state.result
-        details = {
-            "stop_reason": state.stop_reason,
-            "session_id": state.session_id,
-            "tool_calls": len(result.tool_calls) if result else 0,
-            "total_tokens": result.usage.total_tokens if result else 0,
-            "cost_usd": result.usage.cost_usd if result else None,
-        }
-
-        def write(db: Any) -> None:
-            runs.finish(db, state, finished)
-            self._append(db, "run.ended", state.agent, state.run_id, state.client, details)
-
-        self._write(write)
+        self._record("run_ended", {"state": state.model_dump(mode="json"), "finished": finished})
         self._cases.pop(state.run_id, None)
         self.prune_now_and_then()
 
-    # ----------------------------------------------------------- approvals
-
     def approval(self, info: ApprovalInfo, kind: str, actor: Optional[str] = None) -> None:
         """An approval was requested, decided or expired (``kind``); the run waits or goes on."""
-        details = {
-            "approval_id": info.approval_id,
-            "tool": info.tool,
-            "target": info.target,
-            "arguments_digest": info.arguments_digest,
-            "state": info.state,
-            "decided_by": info.decided_by,
-            "note": info.note,
-        }
-        if info.change_digest:  # a change: what was approved, on which devices
-            details.update(change_digest=info.change_digest, devices=info.devices)
-
-        def write(db: Any) -> None:
-            approvals.save(db, info)
-            runs.set_state(db, info.run_id, "waiting_for_approval" if info.state == "pending" else "running")
-            self._append(db, f"approval.{kind}", info.agent, info.run_id, actor, details)
-
-        self._write(write, durable=info.state != "pending")  # a decision is on disk before the call it allows
+        payload = {"info": info.model_dump(mode="json"), "kind": kind, "actor": actor}
+        self._record("approval", payload, durable=info.state != "pending")  # a decision is on disk before its call
 
     def note(
         self,
@@ -180,7 +139,122 @@ class Records:
         **data: Any,
     ) -> None:
         """An audit entry of its own: a refused decision, a lifecycle or schedule change, a skipped run."""
-        self._write(lambda db: self._append(db, kind, agent, run_id, actor, data))
+        self._record("note", {"kind": kind, "agent": agent, "run_id": run_id, "actor": actor, "data": data})
+
+    def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
+        """Add to the agent's day; the day's totals after it (while the record does not answer: this add's)."""
+        added = {"agent": agent, "day": day, "tokens": tokens, "cost": cost}
+        return self._record("add_usage", added, durable=False) or (tokens, cost)
+
+    def _record(
+        self, name: str, payload: Dict[str, Any], durable: bool = True, needs_record: Optional[str] = None
+    ) -> Any:
+        """Write ``name``: now, or into the outbox (in order, after what waits there) when the shared record
+        does not answer; a write that ``needs_record`` is refused instead. What the write answered, or None."""
+        signed = SIGNED.get()  # the operator's proof, for verify_audit to check again
+        payload = {**payload, "at": audit.now_iso(), "signed": signed.audit() if signed is not None else None}
+        with self._order:
+            if self.outbox is not None and self.outbox.waiting:
+                if needs_record:
+                    raise self._refusal(needs_record, f"{self.outbox.waiting} records of this worker wait for it")
+                self.outbox.put(name, payload, durable)
+                return None
+            try:
+                return self._write(self._body(name, payload), durable)
+            except RecordsUnavailable as error:
+                if self.outbox is None:
+                    raise
+                if needs_record:
+                    raise self._refusal(needs_record, str(error)) from error
+                self.outbox.put(name, payload, durable, error)
+                return None
+
+    def _replay(self, name: str, payload: Dict[str, Any], durable: bool, mark: Callable[[Any], None]) -> None:
+        """One write the outbox kept, into the record, with its mark (made once only)."""
+        body = self._body(name, payload)
+
+        def write(db: Any) -> Any:
+            mark(db)
+            return body(db)
+
+        self._write(write, durable)
+
+    def _refusal(self, needs: str, cause: str) -> RecordsUnavailable:
+        env = self.settings.dsn_env
+        return RecordsUnavailable(
+            f"the records database (${env}) does not answer ({cause}); {needs}, so the run is refused until it "
+            f"answers. Fix: start or reach the PostgreSQL server that {env} names (or correct {env} and restart "
+            "the worker); read-only runs go on meanwhile, their records kept on this worker"
+        )
+
+    def _body(self, name: str, p: Dict[str, Any]) -> Callable[[Any], Any]:
+        """The transaction of write ``name`` of payload ``p``."""
+        at, signed = p["at"], p["signed"]
+
+        def entry(db: Any, kind: str, agent: Any, run_id: Any, actor: Any, data: Dict[str, Any]) -> None:
+            self._append(db, kind, agent, run_id, actor, data, at, signed)
+
+        if name == "run_started":
+            row = runs.decode_row(p["row"])
+            details = {
+                "instructions": row.instructions[:AUDIT_TEXT_CHARS],
+                "session_id": row.session_id,
+                "schedule_id": row.schedule_id,
+                "job_uuid": row.job_uuid,
+                "parent_run_id": row.parent_run_id,
+                "dedupe_key": row.dedupe_key,
+                "provenance": row.provenance.model_dump() if row.provenance else None,
+            }
+            return lambda db: (
+                runs.insert(db, row),
+                entry(db, "run.started", row.agent, row.run_id, row.client, details),
+            )
+        if name == "run_running":
+            return lambda db: runs.set_state(db, p["run_id"], "running", p["session_id"])
+        if name == "tool_call":
+            calls = p["calls"]
+            return lambda db: (
+                runs.set_tool_calls(db, p["run_id"], calls),
+                entry(db, "tool.call", p["agent"], p["run_id"], None, calls[-1]),
+            )
+        if name == "run_ended":
+            state, finished = RunStateData.model_validate(p["state"]), p["finished"]
+            result = state.result
+            details = {
+                "stop_reason": state.stop_reason,
+                "session_id": state.session_id,
+                "tool_calls": len(result.tool_calls) if result else 0,
+                "total_tokens": result.usage.total_tokens if result else 0,
+                "cost_usd": result.usage.cost_usd if result else None,
+            }
+            return lambda db: (
+                runs.finish(db, state, finished),
+                entry(db, "run.ended", state.agent, state.run_id, state.client, details),
+            )
+        if name == "approval":
+            info, kind = ApprovalInfo.model_validate(p["info"]), p["kind"]
+            details = {
+                "approval_id": info.approval_id,
+                "tool": info.tool,
+                "target": info.target,
+                "arguments_digest": info.arguments_digest,
+                "state": info.state,
+                "decided_by": info.decided_by,
+                "note": info.note,
+            }
+            if info.change_digest:  # a change: what was approved, on which devices
+                details.update(change_digest=info.change_digest, devices=info.devices)
+            waiting = "waiting_for_approval" if info.state == "pending" else "running"
+            return lambda db: (
+                approvals.save(db, info),
+                runs.set_state(db, info.run_id, waiting),
+                entry(db, f"approval.{kind}", info.agent, info.run_id, p["actor"], details),
+            )
+        if name == "note":
+            return lambda db: entry(db, p["kind"], p["agent"], p["run_id"], p["actor"], p["data"])
+        if name == "add_usage":
+            return lambda db: usage.add(db, p["agent"], p["day"], p["tokens"], p["cost"])
+        raise ValueError(f"unknown records write '{name}'")
 
     def _write(self, body: Callable[[Any], T], durable: bool = True) -> T:
         """``body`` in one write transaction; once more after the new head when another worker appended to
@@ -205,15 +279,20 @@ class Records:
         run_id: Optional[str] = None,
         actor: Optional[str] = None,
         data: Optional[Dict[str, Any]] = None,
+        at: Optional[str] = None,
+        signed: Optional[Dict[str, Any]] = None,
     ) -> None:
-        """An audit entry in the caller's transaction; an entry of a run of a case names the case."""
+        """An audit entry in the caller's transaction, made ``at`` (default: now); an entry of a run of a
+        case names the case; ``signed``: the operator's proof (default: the request's)."""
         case_id = self._cases[run_id] if run_id in self._cases else run_id and runs.case_of(db, run_id)
         if case_id:
             data = {**(data or {}), "case_id": case_id}
-        if (signed := SIGNED.get()) is not None:  # the operator's proof, for verify_audit to check again
-            data = {**(data or {}), "signed": signed.audit()}
+        if signed is None and (proof := SIGNED.get()) is not None:
+            signed = proof.audit()
+        if signed is not None:
+            data = {**(data or {}), "signed": signed}
         before = self.db.chain_head(db)  # one chain for the fleet: its workers append in turn
-        row = audit.entry(before, self.worker, kind, agent, run_id, actor, data)
+        row = audit.entry(before, self.worker, kind, agent, run_id, actor, data, at)
         self.db.move_head(db, before, (row[0], row[-1]))  # first: the head's row is the chain's lock
         audit.insert(db, row)
 
@@ -222,9 +301,6 @@ class Records:
     def spent(self, agent: str, day: str) -> Tuple[int, float]:
         with self.db.reading() as db:
             return usage.spent(db, agent, day)
-
-    def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
-        return self._write(lambda db: usage.add(db, agent, day, tokens, cost), durable=False)
 
     def claim(self, group: str, agent: str, name: str, due: str) -> str:
         """The worker that runs this due occurrence of a grouped schedule (this one, when it claimed it first)."""
@@ -396,4 +472,6 @@ class Records:
                 log.info(f"{self.worker} - Pruned {gone} run records and {gone_entries} audit entries past retention")
 
     def close(self) -> None:
+        if self.outbox is not None:
+            self.outbox.close()
         self.db.close()

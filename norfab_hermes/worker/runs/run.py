@@ -74,6 +74,7 @@ class Run:
         self.case_id: Optional[str] = None  # the incident the caller ties the run to
         self.provenance: Optional[Provenance] = None  # what answered: model, versions, definition digest
         self.approvers: List[str] = []  # the agent's, for tools that do not name their own
+        self.needs_record: Optional[str] = None  # why the run cannot go on without the fleet's record
         self.approvals_required = 1  # the agent's, for tools that do not set their own
         self.log: Optional[RunLog] = None
         self.chat_id = chat_id
