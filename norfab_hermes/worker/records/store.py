@@ -438,8 +438,11 @@ class Records:
         )
 
     def prune_now_and_then(self) -> None:
-        if time.time() - self._pruned > PRUNE_INTERVAL:
-            self.prune()
+        if time.time() - self._pruned > PRUNE_INTERVAL and not (self.outbox and self.outbox.waiting):
+            try:
+                self.prune()
+            except RecordsUnavailable as error:  # tried again within the hour
+                log.warning(f"{self.worker} - Records not pruned: {error}")
 
     def prune(self) -> None:
         """Delete records past the retention: by age, then beyond the counts kept."""
