@@ -195,6 +195,11 @@ def driver() -> Any:
     return psycopg
 
 
+def fix(source: str) -> str:
+    """What an operator does about an unreachable record (``source``: the DSN's variable, ``$NAME``)."""
+    return f"Fix: start or reach the PostgreSQL server that {source.lstrip('$')} names, or correct {source.lstrip('$')}"
+
+
 def connect(dsn: str, source: str) -> Any:
     """A new autocommit connection; RecordsUnavailable naming ``source`` (the DSN's variable) when it fails."""
     psycopg = driver()
@@ -207,7 +212,7 @@ def connect(dsn: str, source: str) -> Any:
     except psycopg.Error as error:
         raise RecordsUnavailable(
             f"the records database ({source}) is unreachable: {str(error).strip()}; runs that need a record or "
-            "a device lock are refused until it answers"
+            f"a device lock are refused until it answers. {fix(source)}"
         ) from error
 
 
@@ -332,7 +337,7 @@ class PgDatabase:
             yield
         except psycopg.OperationalError as error:
             raise RecordsUnavailable(
-                f"the records database ({self.source}) did not answer: {str(error).strip()}"
+                f"the records database ({self.source}) did not answer: {str(error).strip()}. {fix(self.source)}"
             ) from error
 
     def serialize(self, db: Connection, name: str) -> None:

@@ -156,7 +156,10 @@ class Records:
         with self._order:
             if self.outbox is not None and self.outbox.waiting:
                 if needs_record:
-                    raise self._refusal(needs_record, f"{self.outbox.waiting} records of this worker wait for it")
+                    waiting = f"{self.outbox.waiting} records of this worker wait for it"
+                    raise self._refusal(
+                        needs_record, f"the records database (${self.settings.dsn_env}) is away: {waiting}"
+                    )
                 self.outbox.put(name, payload, durable)
                 return None
             try:
@@ -180,11 +183,13 @@ class Records:
         self._write(write, durable)
 
     def _refusal(self, needs: str, cause: str) -> RecordsUnavailable:
+        """A run that needs the record refused: the database's error, why the run needs it, the fix."""
         env = self.settings.dsn_env
+        said, _, fixed = cause.partition(" Fix: ")
+        fixed = fixed or f"start or reach the PostgreSQL server that {env} names, or correct {env}"
         return RecordsUnavailable(
-            f"the records database (${env}) does not answer ({cause}); {needs}, so the run is refused until it "
-            f"answers. Fix: start or reach the PostgreSQL server that {env} names (or correct {env} and restart "
-            "the worker); read-only runs go on meanwhile, their records kept on this worker"
+            f"{said.rstrip('. ')}; {needs}, so the run is refused until it answers (read-only runs go on "
+            f"meanwhile, their records kept on this worker). Fix: {fixed}"
         )
 
     def _body(self, name: str, p: Dict[str, Any]) -> Callable[[Any], Any]:
@@ -455,6 +460,8 @@ class Records:
                 gone_approvals = approvals.prune(db)
                 usage.prune(db, cutoff.strftime("%Y-%m-%d"))
                 occurrences.prune(db, cutoff.timestamp())
+                if self.outbox is not None:  # the marks of kept writes moved long ago
+                    db.execute("DELETE FROM buffered_writes WHERE applied < ?", [cutoff.timestamp()])
                 gone_entries = audit.prune(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
                 if gone or gone_entries:
                     self._append(
