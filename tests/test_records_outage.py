@@ -77,13 +77,13 @@ def test_an_investigation_goes_on_while_the_record_is_down_and_a_change_is_refus
         assert [name for (name,) in kept][:2] == ["run_started", "run_running"] and ("run_ended",) in kept
     finally:
         server.start()
+
     # the record answers again: the investigation's records move over, in order, once each
-    page = eventually(
-        lambda: (
-            (found := ok(run(nf.client, "get_runs", worker=WORKER, agent="looker", text="OUTAGE-1")))["total"] and found
-        ),
-        "the investigation's run in the record",
-    )
+    def moved():  # the kept writes go one by one: the run is there once its end is
+        found = ok(run(nf.client, "get_runs", worker=WORKER, agent="looker", text="OUTAGE-1"))
+        return found["total"] and found["runs"][0]["state"] == "finished" and found
+
+    page = eventually(moved, "the investigation's ended run in the record")
     [summary] = page["runs"]
     assert (summary["run_id"], summary["state"], summary["stop_reason"]) == (during["run_id"], "finished", "completed")
     assert summary["tool_calls"] == 1 and page["record"]

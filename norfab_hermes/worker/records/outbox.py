@@ -35,6 +35,14 @@ CREATE TABLE IF NOT EXISTS outbox (
     durable INTEGER NOT NULL,
     queued REAL NOT NULL
 );
+-- a kept write the database refused (a fault of this worker's, never an outage): set aside, logged
+CREATE TABLE IF NOT EXISTS outbox_refused (
+    seq INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    error TEXT NOT NULL,
+    refused REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS outbox_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO outbox_meta (name, value) VALUES ('outbox_id', lower(hex(randomblob(16))));
 """
@@ -80,9 +88,10 @@ class Outbox:
         self._stopped = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._count = self._waiting_count()
-        if self._count:  # left by the worker's last life: moved over once the database answers
+        if self._count:  # left by the worker's last life: moved over before the worker settles its runs
             log.warning(f"{worker} - {self._count} records wait in {self.file.path} for the records database")
-            self._start()
+            if not self.flush():
+                self._start()
 
     def _waiting_count(self) -> int:
         with self.file.reading() as db:
@@ -135,6 +144,13 @@ class Outbox:
                 except RecordsUnavailable as error:
                     log.info(f"{self.worker} - Records database {self.source} still unreachable: {error}")
                     return False
+                except Exception as error:  # not an outage: kept aside, so the writes after it still go
+                    log.exception(f"{self.worker} - Records database {self.source} refused kept write {seq} ({name})")
+                    with self.file.transaction() as db:
+                        db.execute(
+                            "INSERT INTO outbox_refused (seq, name, payload, error, refused) VALUES (?, ?, ?, ?, ?)",
+                            (seq, name, payload, str(error), time.time()),
+                        )
                 with self.file.transaction() as db:
                     db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
                 self._count = max(self._count - 1, 0)

@@ -85,13 +85,13 @@ class Records:
         self.worker = worker
         self.settings = settings
         self.db = open_database(root, worker, settings)
+        self._pruned = 0.0
+        self._cases: Dict[str, Optional[str]] = {}  # run id -> case id, of this worker's runs in flight
+        self._prune_lock = threading.Lock()
         self._order = threading.RLock()  # the worker's writes, in the order they reach the record or the outbox
         self.outbox = (
             Outbox(root, worker, self.db.source, self._replay, self.db.reachable, self._order) if self.shared else None
         )
-        self._pruned = 0.0
-        self._cases: Dict[str, Optional[str]] = {}  # run id -> case id, of this worker's runs in flight
-        self._prune_lock = threading.Lock()
 
     @property
     def path(self) -> Any:
