@@ -73,6 +73,8 @@ def test_an_investigation_goes_on_while_the_record_is_down_and_a_change_is_refus
         reason = refused["errors"][0]
         assert f"${DSN_ENV}" in reason and "can change devices (enable_port" in reason and "Fix:" in reason
         assert len(network_jobs(base)) == sent, "no job of the refused change reached the nornir worker"
+        status = ok(run(nf.client, "get_status", worker=WORKER))
+        assert status["records_waiting"] >= 4 and f"${DSN_ENV}" in status["records_problem"]
         kept = sqlite3.connect(home / OUTBOX_FILE).execute("SELECT name FROM outbox ORDER BY seq").fetchall()
         assert [name for (name,) in kept][:2] == ["run_started", "run_running"] and ("run_ended",) in kept
     finally:
