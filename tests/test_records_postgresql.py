@@ -159,8 +159,8 @@ SHARED_TABLES = ("runs", "run_details", "approvals", "audit", "audit_anchor", "u
 
 
 def test_the_sqlite_tables_and_the_postgresql_migrations_define_the_same_columns(dsn, tmp_path):
-    """The tables are written twice (SQLite's in the records modules, PostgreSQL's in the versioned
-    migrations): each column, and whether it may be empty, is the same on both."""
+    """The tables are written once, in the versioned migrations; SQLite's are read from them in its
+    words (records/schema.py): each column, and whether it may be empty, is the same on both."""
     lite = Records(tmp_path / "sqlite", WORKER, RecordsSettings())
     Records(tmp_path, WORKER, SETTINGS).close()
     with psycopg.connect(dsn) as db:

@@ -24,24 +24,6 @@ GENESIS = "0" * 64  # the link before the first entry
 PROBLEMS_SHOWN = 100
 VERIFY_BATCH = 5000
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS audit (
-    seq INTEGER PRIMARY KEY,
-    time TEXT NOT NULL,
-    worker TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    agent TEXT,
-    run_id TEXT,
-    actor TEXT,
-    data TEXT NOT NULL,
-    prev TEXT NOT NULL,
-    hash TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS audit_time ON audit (time);
-CREATE INDEX IF NOT EXISTS audit_run ON audit (run_id);
--- 'head': the last entry appended; 'pruned': the last entry deleted by retention
-CREATE TABLE IF NOT EXISTS audit_anchor (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, hash TEXT NOT NULL);
-"""
 COLUMNS = "seq, time, worker, kind, agent, run_id, actor, data, prev, hash"
 
 

@@ -9,20 +9,12 @@ import contextlib
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Callable, Iterator, Optional, Sequence, Tuple
 
 from . import audit
 
 RECORDS_FILE = "norfab_records.db"
 SCHEMA_VERSION = 2  # in the file's user_version; 2: runs carry their case and provenance
-
-
-def add_columns(db: sqlite3.Connection, table: str, columns: Dict[str, str]) -> None:
-    """Add the columns ``table`` lacks (name: SQL type): a file an older worker wrote gets them in place."""
-    present = {row["name"] for row in db.execute(f"PRAGMA table_info({table})")}
-    for name, kind in columns.items():
-        if name not in present:
-            db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
 
 class Database:

@@ -19,15 +19,14 @@ import contextlib
 import functools
 import hashlib
 import logging
-import re
 import threading
 import time
-from importlib import resources
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ...errors import InventoryError, RecordsUnavailable
 from . import audit
 from .audit import ChainMoved
+from .schema import migrations
 
 log = logging.getLogger(__name__)
 
@@ -38,17 +37,6 @@ KEY_LOCK = 3  # device locks, dedupe keys, schedule occurrences: by name
 PREPARE_AFTER = 1  # uses of a statement before it is prepared on the server (psycopg's default: 5)
 WAIT_STEP = 0.05  # seconds between tries of a busy advisory lock
 CHAIN_MOVED = "40001"  # what hermes_move_head raises (serialization_failure) when another worker appended first
-MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
-
-
-def migrations() -> List[Tuple[int, str, str]]:
-    """(version, file name, SQL) of every schema migration shipped, in order."""
-    found = []
-    for item in resources.files(__package__).joinpath("migrations").iterdir():
-        matched = MIGRATION.match(item.name)
-        if matched:
-            found.append((int(matched.group(1)), item.name, item.read_text(encoding="utf-8")))
-    return sorted(found)
 
 
 SCHEMA_VERSION = migrations()[-1][0]

@@ -41,6 +41,7 @@ from . import approvals, audit, occurrences, runs, usage
 from .db import RECORDS_FILE, Database
 from .outbox import Outbox
 from .runs import RunRow, iso
+from .schema import SqliteSchema
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -58,8 +59,8 @@ MID_CHANGE_NOTE = (
 def open_database(root: Path, worker: str, settings: RecordsSettings) -> Any:
     """The backend the settings name: the worker's SQLite file, or the fleet's PostgreSQL."""
     if settings.backend == "sqlite":
-        schemas = [runs.SCHEMA, approvals.SCHEMA, audit.SCHEMA, usage.SCHEMA, occurrences.SCHEMA]
-        return Database(Path(root) / RECORDS_FILE, schemas, [runs.upgrade])
+        tables = SqliteSchema()  # the fleet's migrations, in SQLite's words: one definition of the tables
+        return Database(Path(root) / RECORDS_FILE, [tables.tables_script()], [tables.upgrade])
     dsn = os.environ.get(settings.dsn_env or "")
     if not dsn:
         raise InventoryError(
