@@ -114,6 +114,26 @@ class Answer:
         return iter(self.fetchall())
 
 
+FLOATS = {"inf": "'Infinity'::float8", "-inf": "'-Infinity'::float8", "nan": "'NaN'::float8"}
+
+
+def literal(value: Any) -> Optional[str]:
+    """``value`` as an SQL literal where strings are standard-conforming, or None for a value psycopg binds."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        return FLOATS.get(repr(float(value)), repr(float(value)))
+    if isinstance(value, str):
+        return None if "\x00" in value else "'" + value.replace("'", "''") + "'"
+    if isinstance(value, bytes):
+        return f"'\\x{value.hex()}'::bytea"
+    return None
+
+
 class Connection:
     """
     One write transaction on a psycopg connection, answering SQLite-style statements.
@@ -131,7 +151,9 @@ class Connection:
 
     def __init__(self, raw: Any, durable: bool) -> None:
         self.raw = raw
-        self.bind = driver().ClientCursor(raw).mogrify
+        self.mogrify = driver().ClientCursor(raw).mogrify
+        # only a quote is special in a string literal then (PostgreSQL's default since 9.1)
+        self.plain = raw.info.parameter_status("standard_conforming_strings") == "on"
         self.waiting: List[Tuple[str, Answer]] = []
         self.begun = False  # something of the transaction reached the server
         self.head: Optional[Tuple[int, str]] = None  # the audit chain's head this transaction moved it to
@@ -141,8 +163,17 @@ class Connection:
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Answer:
         answer = Answer(self)
-        self.waiting.append((self.bind(translate(sql), list(params)), answer))
+        self.waiting.append((self.bind(sql, params), answer))
         return answer
+
+    def bind(self, sql: str, params: Sequence[Any]) -> str:
+        """The statement with its values written in (psycopg's binding, ~60 us a statement, for what is not
+        a plain value)."""
+        parts = sql.split("?")
+        values = [literal(value) for value in params] if self.plain and len(parts) == len(params) + 1 else [None]
+        if None in values:
+            return self.mogrify(translate(sql), list(params))
+        return "".join(part + value for part, value in zip(parts, values)) + parts[-1]
 
     def flush(self) -> None:
         """Send what waits, as one query; each statement's answer to its ``Answer``."""
