@@ -22,6 +22,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
+from pydantic import BaseModel
+
 from ...errors import InventoryError, RecordsUnavailable
 from ...identity.gate import SIGNED
 from ...models import (
@@ -72,6 +74,18 @@ def open_database(root: Path, worker: str, settings: RecordsSettings) -> Any:
     return PgDatabase(dsn, f"${settings.dsn_env}")
 
 
+def encoded(payload: Dict[str, Any]) -> Dict[str, Any]:
+    """A write's arguments as JSON values (what the outbox keeps): models dumped, a run's row by field."""
+    return {
+        key: runs.encode_row(value)
+        if isinstance(value, RunRow)
+        else value.model_dump(mode="json")
+        if isinstance(value, BaseModel)
+        else value
+        for key, value in payload.items()
+    }
+
+
 class Records:
     """
     One worker's durable records.
@@ -111,7 +125,7 @@ class Records:
         """A run was accepted. ``needs_record``: why it cannot go on without the record (it may change a
         device, its device locks are there): refused (RecordsUnavailable) rather than kept in the outbox."""
         self._cases[row.run_id] = row.case_id
-        self._record("run_started", {"row": runs.encode_row(row)}, durable=False, needs_record=needs_record)
+        self._record("run_started", {"row": row}, durable=False, needs_record=needs_record)
 
     def run_running(self, run_id: str, session_id: Optional[str]) -> None:
         self._record("run_running", {"run_id": run_id, "session_id": session_id}, durable=False)
@@ -122,13 +136,13 @@ class Records:
         self._record("tool_call", {"agent": agent, "run_id": run_id, "calls": dumped}, durable=False)
 
     def run_ended(self, state: RunStateData, finished: float) -> None:
-        self._record("run_ended", {"state": state.model_dump(mode="json"), "finished": finished})
+        self._record("run_ended", {"state": state, "finished": finished})
         self._cases.pop(state.run_id, None)
         self.prune_now_and_then()
 
     def approval(self, info: ApprovalInfo, kind: str, actor: Optional[str] = None) -> None:
         """An approval was requested, decided or expired (``kind``); the run waits or goes on."""
-        payload = {"info": info.model_dump(mode="json"), "kind": kind, "actor": actor}
+        payload = {"info": info, "kind": kind, "actor": actor}
         self._record("approval", payload, durable=info.state != "pending")  # a decision is on disk before its call
 
     def note(
@@ -161,7 +175,7 @@ class Records:
                     raise self._refusal(
                         needs_record, f"the records database (${self.settings.dsn_env}) is away: {waiting}"
                     )
-                self.outbox.put(name, payload, durable)
+                self.outbox.put(name, encoded(payload), durable)
                 return None
             try:
                 return self._write(self._body(name, payload), durable)
@@ -170,7 +184,7 @@ class Records:
                     raise
                 if needs_record:
                     raise self._refusal(needs_record, str(error)) from error
-                self.outbox.put(name, payload, durable, error)
+                self.outbox.put(name, encoded(payload), durable, error)
                 return None
 
     def _replay(self, name: str, payload: Dict[str, Any], durable: bool, mark: Callable[[Any], None]) -> None:
@@ -201,7 +215,7 @@ class Records:
             self._append(db, kind, agent, run_id, actor, data, at, signed)
 
         if name == "run_started":
-            row = runs.decode_row(p["row"])
+            row = p["row"] if isinstance(p["row"], RunRow) else runs.decode_row(p["row"])
             details = {
                 "instructions": row.instructions[:AUDIT_TEXT_CHARS],
                 "session_id": row.session_id,
@@ -224,7 +238,7 @@ class Records:
                 entry(db, "tool.call", p["agent"], p["run_id"], None, calls[-1]),
             )
         if name == "run_ended":
-            state, finished = RunStateData.model_validate(p["state"]), p["finished"]
+            state, finished = RunStateData.model_validate(p["state"]), p["finished"]  # a model stays one
             result = state.result
             details = {
                 "stop_reason": state.stop_reason,
