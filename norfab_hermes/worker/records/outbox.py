@@ -118,12 +118,17 @@ class Outbox:
         self._start()
 
     def _start(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
+        """The flushing thread, unless it runs (the caller holds the write order, as the thread does to stop)."""
+        if self._thread is None:
             self._thread = threading.Thread(target=self._flushing, name=f"{self.worker}-records-outbox", daemon=True)
             self._thread.start()
 
     def _flushing(self) -> None:
-        while not self._stopped.is_set() and self._count:
+        while not self._stopped.is_set():
+            with self._order:
+                if not self._count:  # a write kept from now on starts another thread
+                    self._thread = None
+                    return
             if not self._reachable() or not self.flush():
                 self._stopped.wait(RETRY)
 
@@ -178,6 +183,7 @@ class Outbox:
 
     def close(self) -> None:
         self._stopped.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout=10)
         self.file.close()
