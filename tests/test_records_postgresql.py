@@ -153,3 +153,25 @@ def test_the_move_from_sqlite_keeps_every_run_and_the_audit_chain_verifies(dsn, 
     assert move.main([str(other.path), "--dsn-env", ENV]) == 1
     assert "cannot join it without rewriting its hashes" in capsys.readouterr().err
     assert move.main([str(other.path), "--dsn-env", ENV, "--without-audit"]) == 0
+
+
+SHARED_TABLES = ("runs", "run_details", "approvals", "audit", "audit_anchor", "usage", "schedule_occurrences")
+
+
+def test_the_sqlite_tables_and_the_postgresql_migrations_define_the_same_columns(dsn, tmp_path):
+    """The tables are written once, in the versioned migrations; SQLite's are read from them in its
+    words (records/schema.py): each column, and whether it may be empty, is the same on both."""
+    lite = Records(tmp_path / "sqlite", WORKER, RecordsSettings())
+    Records(tmp_path, WORKER, SETTINGS).close()
+    with psycopg.connect(dsn) as db:
+        for table in SHARED_TABLES:
+            theirs = db.execute(
+                "SELECT column_name, is_nullable = 'NO' FROM information_schema.columns WHERE table_name = %s",
+                [table],
+            ).fetchall()
+            with lite.db.reading() as sqlite:
+                info = sqlite.execute(f"PRAGMA table_info({table})").fetchall()
+            # SQLite's PRIMARY KEY columns may hold NULL unless declared NOT NULL; PostgreSQL's never
+            ours = {(row["name"], bool(row["notnull"] or row["pk"])) for row in info}
+            assert ours == set(theirs), f"table {table}: SQLite {sorted(ours)} against PostgreSQL {sorted(theirs)}"
+    lite.close()

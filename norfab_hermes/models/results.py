@@ -313,6 +313,10 @@ class WorkerStatus(StrictModel):
         ChangesStatus(), description="Device locks, open breakers and changes of unknown outcome"
     )
     identity: StrictStr = Field("", description="Who may act on this worker: signed operators, or any client")
+    records_waiting: int = Field(0, description="Records kept on the worker while the shared record does not answer")
+    records_problem: Union[None, StrictStr] = Field(
+        None, description="Why the shared record (PostgreSQL) does not answer now, and the fix"
+    )
 
 
 class ReloadOperatorsResultData(StrictModel):

@@ -6,12 +6,14 @@ import pytest
 
 from norfab_hermes.worker.records import audit
 from norfab_hermes.worker.records.db import Database
+from norfab_hermes.worker.records.schema import SqliteSchema
 
 
 @pytest.fixture
 def log(tmp_path):
     """A database with five entries: run.started, three tool calls, run.ended."""
-    db = Database(tmp_path / "records.db", [audit.SCHEMA])
+    tables = SqliteSchema()
+    db = Database(tmp_path / "records.db", [tables.tables_script()], [tables.upgrade])
     with db.transaction() as tx:
         audit.append(tx, "w1", "run.started", "alpha", "r1", "noc", {"instructions": "check r1"})
         for n in range(3):

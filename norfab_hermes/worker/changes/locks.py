@@ -140,7 +140,10 @@ class FleetDeviceLocks(DeviceLocks):
             if session is not None:
                 self.db.release(session)
             super().release(holder)
-            return f"device locks are held in the records database: {error}"
+            return (
+                f"device locks are held in the records database, which does not answer ({error}); no change is "
+                f"made until it does: check the PostgreSQL server and the connection string {self.db.source} names"
+            )
         if session is None:
             super().release(holder)
             return self._busy(devices, wait)

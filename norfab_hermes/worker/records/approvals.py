@@ -8,20 +8,6 @@ from typing import List, Optional
 
 from ...models import ApprovalInfo
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS approvals (
-    approval_id TEXT PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    agent TEXT NOT NULL,
-    state TEXT NOT NULL,
-    requested TEXT NOT NULL,
-    decided_by TEXT,
-    info TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS approvals_run ON approvals (run_id);
-CREATE INDEX IF NOT EXISTS approvals_decided_by ON approvals (decided_by);
-"""
-
 
 def save(db: sqlite3.Connection, info: ApprovalInfo) -> None:
     db.execute(

@@ -24,24 +24,6 @@ GENESIS = "0" * 64  # the link before the first entry
 PROBLEMS_SHOWN = 100
 VERIFY_BATCH = 5000
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS audit (
-    seq INTEGER PRIMARY KEY,
-    time TEXT NOT NULL,
-    worker TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    agent TEXT,
-    run_id TEXT,
-    actor TEXT,
-    data TEXT NOT NULL,
-    prev TEXT NOT NULL,
-    hash TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS audit_time ON audit (time);
-CREATE INDEX IF NOT EXISTS audit_run ON audit (run_id);
--- 'head': the last entry appended; 'pruned': the last entry deleted by retention
-CREATE TABLE IF NOT EXISTS audit_anchor (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, hash TEXT NOT NULL);
-"""
 COLUMNS = "seq, time, worker, kind, agent, run_id, actor, data, prev, hash"
 
 
@@ -74,27 +56,48 @@ def set_anchor(db: sqlite3.Connection, name: str, seq: int, hash_: str) -> None:
     )
 
 
-def append(
-    db: sqlite3.Connection,
+class ChainMoved(Exception):
+    """Another worker appended to the shared chain since this one last did: write again after the new head."""
+
+
+def head(db: sqlite3.Connection) -> Tuple[int, str]:
+    """Where the chain ends (sequence number, hash): its head anchor, else its last entry, else the last
+    pruned link (a log whose head anchor is missing continues from its last entry)."""
+    seq, prev = anchor(db, "head")
+    if seq == 0:
+        last = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (last["seq"], last["hash"]) if last else anchor(db, "pruned")
+    return seq, prev
+
+
+def entry(
+    after: Tuple[int, str],
     worker: str,
     kind: str,
     agent: Optional[str] = None,
     run_id: Optional[str] = None,
     actor: Optional[str] = None,
     data: Optional[Dict[str, Any]] = None,
-) -> int:
-    """Append one entry inside the caller's transaction; its sequence number."""
-    seq, prev = anchor(db, "head")
-    if seq == 0:  # a log whose head anchor is missing continues from its last entry
-        last = db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (last["seq"], last["hash"]) if last else anchor(db, "pruned")
+    at: Optional[str] = None,
+) -> Tuple[Any, ...]:
+    """The row of the entry after the chain's head ``after`` (its columns, in ``COLUMNS``' order), made
+    ``at`` (ISO time; default: now)."""
+    seq, prev = after
     seq += 1
-    time, text = now_iso(), canonical(data or {})
+    time, text = at or now_iso(), canonical(data or {})
     digest = entry_hash(prev, seq, time, worker, kind, agent, run_id, actor, text)
-    db.execute(
-        f"INSERT INTO audit ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (seq, time, worker, kind, agent, run_id, actor, text, prev, digest),
-    )
+    return (seq, time, worker, kind, agent, run_id, actor, text, prev, digest)
+
+
+def insert(db: sqlite3.Connection, row: Tuple[Any, ...]) -> Tuple[int, str]:
+    """Write an entry ``entry`` made; the chain's new head (sequence number, hash)."""
+    db.execute(f"INSERT INTO audit ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+    return row[0], row[-1]
+
+
+def append(db: sqlite3.Connection, worker: str, kind: str, *args: Any, **kwargs: Any) -> int:
+    """Append one entry after the chain's head inside the caller's transaction; its sequence number."""
+    seq, digest = insert(db, entry(head(db), worker, kind, *args, **kwargs))
     set_anchor(db, "head", seq, digest)
     return seq
 

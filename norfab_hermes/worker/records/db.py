@@ -9,18 +9,12 @@ import contextlib
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence, Tuple
+
+from . import audit
 
 RECORDS_FILE = "norfab_records.db"
 SCHEMA_VERSION = 2  # in the file's user_version; 2: runs carry their case and provenance
-
-
-def add_columns(db: sqlite3.Connection, table: str, columns: Dict[str, str]) -> None:
-    """Add the columns ``table`` lacks (name: SQL type): a file an older worker wrote gets them in place."""
-    present = {row["name"] for row in db.execute(f"PRAGMA table_info({table})")}
-    for name, kind in columns.items():
-        if name not in present:
-            db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
 
 class Database:
@@ -56,8 +50,9 @@ class Database:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: committed when the block ends, rolled back if it raises."""
+    def transaction(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed when the block ends, rolled back if it raises (``durable``:
+        the PostgreSQL backend's; here every commit is kept through a crash of the worker, WAL mode)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -73,8 +68,12 @@ class Database:
         with self._lock:
             yield self._db
 
-    def serialize(self, db: Any, name: str) -> None:
-        """Writers take turns already: BEGIN IMMEDIATE holds the file's write lock."""
+    def chain_head(self, db: sqlite3.Connection) -> Tuple[int, str]:
+        """Where the audit chain ends (writers take turns already: BEGIN IMMEDIATE holds the file's write lock)."""
+        return audit.head(db)
+
+    def move_head(self, db: sqlite3.Connection, before: Tuple[int, str], after: Tuple[int, str]) -> None:
+        audit.set_anchor(db, "head", *after)
 
     def compact(self) -> None:
         """Give the pages of deleted rows back to the file system."""

@@ -72,7 +72,9 @@ def move(path: Path, db: PgDatabase, with_audit: bool = True) -> str:
                 target.execute(USAGE_ADD, list(row))
             if with_audit:
                 counts["audit entries"] = copy_table(source, target, "audit", "seq")
+                target.execute("DELETE FROM audit_anchor")  # an empty chain's: the moved log's own replace them
                 copy_table(source, target, "audit_anchor", "name")
+                audit.set_anchor(target, "head", *audit.head(target))  # a log an older worker wrote may lack one
                 verified = audit.verify(target, "moved")  # before the commit: a chain that fails is not moved
                 if not verified.ok:
                     raise HermesError(f"the moved audit chain does not verify: {'; '.join(verified.problems)}")

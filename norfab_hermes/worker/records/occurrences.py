@@ -8,18 +8,6 @@ a worker's own SQLite file it holds only on that worker.
 import sqlite3
 import time
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS schedule_occurrences (
-    grp TEXT NOT NULL,
-    agent TEXT NOT NULL,
-    name TEXT NOT NULL,
-    due TEXT NOT NULL,
-    worker TEXT NOT NULL,
-    claimed REAL NOT NULL,
-    PRIMARY KEY (grp, agent, name, due)
-);
-"""
-
 
 def claim(db: sqlite3.Connection, group: str, agent: str, name: str, due: str, worker: str) -> str:
     """Claim the occurrence for ``worker``; the worker that holds it (``worker`` when it came first)."""

@@ -19,13 +19,14 @@ import contextlib
 import functools
 import hashlib
 import logging
-import re
 import threading
 import time
-from importlib import resources
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ...errors import InventoryError, RecordsUnavailable
+from . import audit
+from .audit import ChainMoved
+from .schema import migrations
 
 log = logging.getLogger(__name__)
 
@@ -33,18 +34,9 @@ CONNECT_TIMEOUT = 5  # seconds: an unreachable server is reported, not waited fo
 MIGRATION_LOCK = 1  # keys of the advisory lock namespaces (first half of a two-int key)
 CHAIN_LOCK = 2
 KEY_LOCK = 3  # device locks, dedupe keys, schedule occurrences: by name
+PREPARE_AFTER = 1  # uses of a statement before it is prepared on the server (psycopg's default: 5)
 WAIT_STEP = 0.05  # seconds between tries of a busy advisory lock
-MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
-
-
-def migrations() -> List[Tuple[int, str, str]]:
-    """(version, file name, SQL) of every schema migration shipped, in order."""
-    found = []
-    for item in resources.files(__package__).joinpath("migrations").iterdir():
-        matched = MIGRATION.match(item.name)
-        if matched:
-            found.append((int(matched.group(1)), item.name, item.read_text(encoding="utf-8")))
-    return sorted(found)
+CHAIN_MOVED = "40001"  # what hermes_move_head raises (serialization_failure) when another worker appended first
 
 
 SCHEMA_VERSION = migrations()[-1][0]
@@ -70,20 +62,144 @@ class Row(tuple):
         return super().__getitem__(self.names[key] if isinstance(key, str) else key)
 
 
+@functools.lru_cache(maxsize=256)
+def row_class(names: Tuple[str, ...]) -> type:
+    """The row class of one set of columns (made once: a class per statement cost ~50 us)."""
+    return type("Row", (Row,), {"names": {name: index for index, name in enumerate(names)}})
+
+
 def row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
-    names = {column.name: index for index, column in enumerate(cursor.description or [])}
-    kind = type("Row", (Row,), {"names": names})
-    return lambda values: kind(values)
+    return row_class(tuple(column.name for column in cursor.description or []))
 
 
-class Connection:
-    """One psycopg connection answering SQLite-style statements."""
+class Reader:
+    """One psycopg connection answering SQLite-style statements at once (reads, migrations, locks)."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self.raw.execute(translate(sql), list(params))
+
+
+class Answer:
+    """What one statement of a write answered, once its batch reached the server (asking sends it)."""
+
+    def __init__(self, batch: "Connection") -> None:
+        self.batch, self.rows, self.count, self.next = batch, None, -1, 0
+
+    def answered(self, cursor: Any) -> None:
+        self.rows, self.count = (cursor.fetchall() if cursor.description else []), cursor.rowcount
+
+    def _rows(self) -> List[Any]:
+        if self.rows is None:
+            self.batch.flush()
+        return self.rows
+
+    @property
+    def rowcount(self) -> int:
+        self._rows()
+        return self.count
+
+    def fetchone(self) -> Any:
+        rows = self._rows()
+        self.next += 1
+        return rows[self.next - 1] if self.next <= len(rows) else None
+
+    def fetchall(self) -> List[Any]:
+        rows, self.next = self._rows()[self.next :], len(self._rows())
+        return rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+
+FLOATS = {"inf": "'Infinity'::float8", "-inf": "'-Infinity'::float8", "nan": "'NaN'::float8"}
+
+
+def literal(value: Any) -> Optional[str]:
+    """``value`` as an SQL literal where strings are standard-conforming, or None for a value psycopg binds."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        return FLOATS.get(repr(float(value)), repr(float(value)))
+    if isinstance(value, str):
+        return None if "\x00" in value else "'" + value.replace("'", "''") + "'"
+    if isinstance(value, bytes):
+        return f"'\\x{value.hex()}'::bytea"
+    return None
+
+
+class Connection:
+    """
+    One write transaction on a psycopg connection, answering SQLite-style statements.
+
+    Its statements wait, bound on the client, and go to the server together as
+    one simple query (BEGIN ... COMMIT): one round trip per write, unless the
+    write reads something on the way (a fetch, a row count sends what waits).
+
+    Args:
+        raw: an autocommit connection (the transaction is this batch's own).
+        durable: the commit waits for its WAL flush (synchronous_commit); else it
+            commits at once and is flushed within ~0.6 s or by the next durable commit
+            (PostgreSQL's WAL is one sequence: a flush keeps every commit before it).
+    """
+
+    def __init__(self, raw: Any, durable: bool) -> None:
+        self.raw = raw
+        self.mogrify = driver().ClientCursor(raw).mogrify
+        # only a quote is special in a string literal then (PostgreSQL's default since 9.1)
+        self.plain = raw.info.parameter_status("standard_conforming_strings") == "on"
+        self.waiting: List[Tuple[str, Answer]] = []
+        self.begun = False  # something of the transaction reached the server
+        self.head: Optional[Tuple[int, str]] = None  # the audit chain's head this transaction moved it to
+        self.execute("BEGIN")
+        if not durable:
+            self.execute("SET LOCAL synchronous_commit TO off")
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Answer:
+        answer = Answer(self)
+        self.waiting.append((self.bind(sql, params), answer))
+        return answer
+
+    def bind(self, sql: str, params: Sequence[Any]) -> str:
+        """The statement with its values written in (psycopg's binding, ~60 us a statement, for what is not
+        a plain value)."""
+        parts = sql.split("?")
+        values = [literal(value) for value in params] if self.plain and len(parts) == len(params) + 1 else [None]
+        if None in values:
+            return self.mogrify(translate(sql), list(params))
+        return "".join(part + value for part, value in zip(parts, values)) + parts[-1]
+
+    def flush(self) -> None:
+        """Send what waits, as one query; each statement's answer to its ``Answer``."""
+        waiting, self.waiting = self.waiting, []
+        if not waiting:
+            return
+        self.begun = True
+        cursor = self.raw.cursor()
+        cursor.execute(";\n".join(sql for sql, _ in waiting).encode())
+        for index, (_, answer) in enumerate(waiting):
+            if index:
+                cursor.nextset()
+            answer.answered(cursor)
+
+    def commit(self) -> None:
+        self.execute("COMMIT")
+        self.flush()
+
+    def abandon(self) -> None:
+        """Nothing of it stays: what waits is dropped, what reached the server is rolled back."""
+        self.waiting = []
+        if self.begun and not (self.raw.closed or self.raw.broken):
+            try:
+                self.raw.execute("ROLLBACK")
+            except driver().Error:  # the connection broke meanwhile: the server rolled it back
+                pass
 
 
 def driver() -> Any:
@@ -98,20 +214,24 @@ def driver() -> Any:
     return psycopg
 
 
+def fix(source: str) -> str:
+    """What an operator does about an unreachable record (``source``: the DSN's variable, ``$NAME``)."""
+    return f"Fix: start or reach the PostgreSQL server that {source.lstrip('$')} names, or correct {source.lstrip('$')}"
+
+
 def connect(dsn: str, source: str) -> Any:
     """A new autocommit connection; RecordsUnavailable naming ``source`` (the DSN's variable) when it fails."""
     psycopg = driver()
     try:
+        # every commit waits for its WAL flush (the server's synchronous_commit, on by default): a write that
+        # returned survives a crash of the server as well as the worker's
         raw = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT, row_factory=row_factory)
-        # a commit does not wait for its WAL flush: a worker killed loses nothing, a server crash at most the
-        # last ~0.6 s (as SQLite's synchronous=NORMAL may lose the last commits to a power cut); 9 commits of
-        # a run would otherwise each wait for the disk
-        raw.execute("SET synchronous_commit TO off")
+        raw.prepare_threshold = PREPARE_AFTER
         return raw
     except psycopg.Error as error:
         raise RecordsUnavailable(
             f"the records database ({source}) is unreachable: {str(error).strip()}; runs that need a record or "
-            "a device lock are refused until it answers"
+            f"a device lock are refused until it answers. {fix(source)}"
         ) from error
 
 
@@ -133,6 +253,7 @@ class PgDatabase:
         self._migrate()
         with self.reading() as db:
             self.record_id = db.execute("SELECT value FROM record_meta WHERE name = 'record_id'").fetchone()[0]
+        self._head: Optional[Tuple[int, str]] = None  # the audit chain's head as this worker last left it
         self._idle: List[Any] = []  # connections of released advisory locks, for the next holder
         self._idle_lock = threading.Lock()
 
@@ -166,18 +287,58 @@ class PgDatabase:
         finally:
             raw.execute("SELECT pg_advisory_unlock(%s, 0)", [MIGRATION_LOCK])
 
+    def reachable(self) -> bool:
+        """Whether the database answers now."""
+        try:
+            with self._lock, self._failing():
+                self._connection().execute("SELECT 1")
+            return True
+        except RecordsUnavailable:
+            return False
+
     def _connection(self) -> Any:
         if self._raw.closed or self._raw.broken:
             self._raw = connect(self.dsn, self.source)
         return self._raw
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[Connection]:
-        """One write transaction: committed when the block ends, rolled back if it raises."""
+    def transaction(self, durable: bool = True) -> Iterator[Connection]:
+        """One write transaction: committed when the block ends, rolled back if it raises.
+
+        ``ChainMoved`` when another worker appended to the audit chain since this
+        one last did (the head it knew is stale): the caller writes again.
+        """
+        psycopg = driver()
         with self._lock, self._failing():
-            raw = self._connection()
-            with raw.transaction():
-                yield Connection(raw)
+            db = Connection(self._connection(), durable)
+            try:
+                yield db
+                db.commit()
+            except BaseException as error:
+                self._head = None
+                db.abandon()
+                moved = isinstance(error, (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure))
+                if moved and (error.diag.table_name == "audit" or error.sqlstate == CHAIN_MOVED):
+                    raise ChainMoved(str(error)) from error
+                raise
+            if db.head is not None:
+                self._head = db.head
+
+    def chain_head(self, db: Connection) -> Tuple[int, str]:
+        """Where the audit chain ends: as this transaction left it, as this worker last left it (checked
+        at the commit), or read from the record, its head row locked until the commit."""
+        if db.head is not None:
+            return db.head
+        if self._head is not None:
+            return self._head
+        row = db.execute("SELECT seq, hash FROM audit_anchor WHERE name = 'head' FOR UPDATE").fetchone()
+        return (row[0], row[1]) if row else (0, audit.GENESIS)
+
+    def move_head(self, db: Connection, before: Tuple[int, str], after: Tuple[int, str]) -> None:
+        """The chain's head row moves from ``before`` to ``after``; the commit fails (ChainMoved) if it was
+        not at ``before`` any more."""
+        db.execute("SELECT hermes_move_head(?, ?, ?, ?)", [*before, *after])
+        db.head = after
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Connection]:
@@ -186,7 +347,7 @@ class PgDatabase:
             raw = self._connection()
             with raw.transaction():
                 raw.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                yield Connection(raw)
+                yield Reader(raw)
 
     @contextlib.contextmanager
     def _failing(self) -> Iterator[None]:
@@ -195,11 +356,11 @@ class PgDatabase:
             yield
         except psycopg.OperationalError as error:
             raise RecordsUnavailable(
-                f"the records database ({self.source}) did not answer: {str(error).strip()}"
+                f"the records database ({self.source}) did not answer: {str(error).strip()}. {fix(self.source)}"
             ) from error
 
     def serialize(self, db: Connection, name: str) -> None:
-        """Writers of ``name`` (the audit chain) of every worker take turns until the transaction ends."""
+        """Writers of ``name`` of every worker take turns until the transaction ends (a move into the record)."""
         db.raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CHAIN_LOCK, key_of(name)])
 
     def compact(self) -> None:
@@ -233,7 +394,11 @@ class PgDatabase:
 
     @contextlib.contextmanager
     def holding(self, names: Sequence[str], wait: float) -> Iterator[bool]:
-        """``hold`` for a block: whether the locks were taken; released when the block ends."""
+        """``hold`` for a block: whether the locks were taken; released when the block ends (no names: the
+        database is not asked)."""
+        if not names:
+            yield True
+            return
         session = self.hold(names, wait)
         try:
             yield session is not None
@@ -242,7 +407,8 @@ class PgDatabase:
                 self.release(session)
 
     def on(self, raw: Any, sql: str, params: Sequence[Any] = ()) -> None:
-        """One statement on a connection ``hold`` returned (the holder of its locks)."""
+        """One statement on a connection ``hold`` returned (the holder of its locks): it commits without
+        waiting for the WAL flush (a holder row is information; the lock is the advisory lock)."""
         with self._failing():
             raw.execute(translate(sql), list(params))
 
@@ -270,7 +436,9 @@ class PgDatabase:
                 raw = self._idle.pop()
                 if not (raw.closed or raw.broken):
                     return raw
-        return connect(self.dsn, self.source)
+        raw = connect(self.dsn, self.source)
+        raw.execute("SET synchronous_commit TO off")  # its writes: holder rows (see ``on``)
+        return raw
 
     def _reuse(self, raw: Any) -> None:
         with self._idle_lock:

@@ -15,47 +15,9 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...models import PREVIEW_CHARS, Provenance, RunsPage, RunStateData, RunSummary, RunUsage
-from .db import add_columns
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    agent TEXT NOT NULL,
-    worker TEXT NOT NULL,
-    state TEXT NOT NULL,
-    stop_reason TEXT,
-    started REAL NOT NULL,
-    finished REAL,
-    session_id TEXT,
-    schedule_id TEXT,
-    job_uuid TEXT,
-    client TEXT,
-    dedupe_key TEXT,
-    parent_run_id TEXT,
-    instructions TEXT NOT NULL,
-    response TEXT NOT NULL DEFAULT '',
-    tool_calls INTEGER NOT NULL DEFAULT 0,
-    calls_so_far TEXT,  -- the tool calls of a run in flight, for the record of a run a crash cut
-    api_calls INTEGER NOT NULL DEFAULT 0,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    total_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL
-);
-CREATE TABLE IF NOT EXISTS run_details (run_id TEXT PRIMARY KEY, detail BLOB NOT NULL) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
-CREATE INDEX IF NOT EXISTS runs_agent ON runs (agent, started);
-CREATE INDEX IF NOT EXISTS runs_dedupe ON runs (agent, dedupe_key) WHERE dedupe_key IS NOT NULL;
-"""
 PROVENANCE = tuple(Provenance.model_fields)  # one column each
-# added after the first version: ``upgrade`` adds them to a new file and to one an older worker wrote
-ADDED_COLUMNS = {"case_id": "TEXT", **{name: "TEXT" for name in PROVENANCE}}
 EQUAL_FILTERS = ("agent", "state", "stop_reason", "schedule_id", "case_id", *PROVENANCE)
-
-
-def upgrade(db: sqlite3.Connection) -> None:
-    add_columns(db, "runs", ADDED_COLUMNS)
-    db.execute("CREATE INDEX IF NOT EXISTS runs_case ON runs (case_id, started) WHERE case_id IS NOT NULL")
 
 
 @dataclass(frozen=True)
@@ -75,6 +37,18 @@ class RunRow:
     parent_run_id: Optional[str] = None
     case_id: Optional[str] = None
     provenance: Optional[Provenance] = None
+
+
+def encode_row(row: RunRow) -> Dict[str, Any]:
+    """A run's row as JSON (the outbox keeps it while the fleet's record does not answer)."""
+    values = dataclasses.asdict(row)
+    values["provenance"] = row.provenance.model_dump() if row.provenance else None
+    return values
+
+
+def decode_row(values: Dict[str, Any]) -> RunRow:
+    known = values.get("provenance")
+    return RunRow(**{**values, "provenance": Provenance(**known) if known else None})
 
 
 def iso(seconds: Optional[float]) -> Optional[str]:

@@ -20,9 +20,11 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from ...errors import InventoryError
+from pydantic import BaseModel
+
+from ...errors import InventoryError, RecordsUnavailable
 from ...identity.gate import SIGNED
 from ...models import (
     ApprovalInfo,
@@ -39,9 +41,12 @@ from ...models import (
 )
 from . import approvals, audit, occurrences, runs, usage
 from .db import RECORDS_FILE, Database
+from .outbox import Outbox
 from .runs import RunRow, iso
+from .schema import SqliteSchema
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PRUNE_INTERVAL = 3600.0  # seconds between retention checks while the worker runs
 AUDIT_TEXT_CHARS = 1000  # of the instructions an audit entry keeps (the run record has them whole)
@@ -56,8 +61,8 @@ MID_CHANGE_NOTE = (
 def open_database(root: Path, worker: str, settings: RecordsSettings) -> Any:
     """The backend the settings name: the worker's SQLite file, or the fleet's PostgreSQL."""
     if settings.backend == "sqlite":
-        schemas = [runs.SCHEMA, approvals.SCHEMA, audit.SCHEMA, usage.SCHEMA, occurrences.SCHEMA]
-        return Database(Path(root) / RECORDS_FILE, schemas, [runs.upgrade])
+        tables = SqliteSchema()  # the fleet's migrations, in SQLite's words: one definition of the tables
+        return Database(Path(root) / RECORDS_FILE, [tables.tables_script()], [tables.upgrade])
     dsn = os.environ.get(settings.dsn_env or "")
     if not dsn:
         raise InventoryError(
@@ -67,6 +72,18 @@ def open_database(root: Path, worker: str, settings: RecordsSettings) -> Any:
     from .pg import PgDatabase  # the postgresql extra: a SQLite worker never imports the driver
 
     return PgDatabase(dsn, f"${settings.dsn_env}")
+
+
+def encoded(payload: Dict[str, Any]) -> Dict[str, Any]:
+    """A write's arguments as JSON values (what the outbox keeps): models dumped, a run's row by field."""
+    return {
+        key: runs.encode_row(value)
+        if isinstance(value, RunRow)
+        else value.model_dump(mode="json")
+        if isinstance(value, BaseModel)
+        else value
+        for key, value in payload.items()
+    }
 
 
 class Records:
@@ -84,7 +101,12 @@ class Records:
         self.settings = settings
         self.db = open_database(root, worker, settings)
         self._pruned = 0.0
+        self._cases: Dict[str, Optional[str]] = {}  # run id -> case id, of this worker's runs in flight
         self._prune_lock = threading.Lock()
+        self._order = threading.RLock()  # the worker's writes, in the order they reach the record or the outbox
+        self.outbox = (
+            Outbox(root, worker, self.db.source, self._replay, self.db.reachable, self._order) if self.shared else None
+        )
 
     @property
     def path(self) -> Any:
@@ -96,64 +118,32 @@ class Records:
         return self.db.shared
 
     # ---------------------------------------------------------------- runs
+    # Each write is named and its arguments are JSON (``_record``): kept in the outbox while the fleet's
+    # record does not answer, and written from there the same way (``_body``) once it does.
 
-    def run_started(self, row: RunRow) -> None:
-        details = {
-            "instructions": row.instructions[:AUDIT_TEXT_CHARS],
-            "session_id": row.session_id,
-            "schedule_id": row.schedule_id,
-            "job_uuid": row.job_uuid,
-            "parent_run_id": row.parent_run_id,
-            "dedupe_key": row.dedupe_key,
-            "provenance": row.provenance.model_dump() if row.provenance else None,
-        }
-        with self.db.transaction() as db:
-            runs.insert(db, row)
-            self._append(db, "run.started", row.agent, row.run_id, row.client, details)
+    def run_started(self, row: RunRow, needs_record: Optional[str] = None) -> None:
+        """A run was accepted. ``needs_record``: why it cannot go on without the record (it may change a
+        device, its device locks are there): refused (RecordsUnavailable) rather than kept in the outbox."""
+        self._cases[row.run_id] = row.case_id
+        self._record("run_started", {"row": row}, durable=False, needs_record=needs_record)
 
     def run_running(self, run_id: str, session_id: Optional[str]) -> None:
-        with self.db.transaction() as db:
-            runs.set_state(db, run_id, "running", session_id)
+        self._record("run_running", {"run_id": run_id, "session_id": session_id}, durable=False)
 
     def tool_call(self, agent: str, run_id: str, calls: List[ToolCallSummary]) -> None:
         """The run made a tool call (the last of ``calls``)."""
-        with self.db.transaction() as db:
-            runs.set_tool_calls(db, run_id, [call.model_dump(exclude_none=True) for call in calls])
-            self._append(db, "tool.call", agent, run_id, None, calls[-1].model_dump(exclude_none=True))
+        dumped = [call.model_dump(exclude_none=True) for call in calls]
+        self._record("tool_call", {"agent": agent, "run_id": run_id, "calls": dumped}, durable=False)
 
     def run_ended(self, state: RunStateData, finished: float) -> None:
-        result = state.result
-        details = {
-            "stop_reason": state.stop_reason,
-            "session_id": state.session_id,
-            "tool_calls": len(result.tool_calls) if result else 0,
-            "total_tokens": result.usage.total_tokens if result else 0,
-            "cost_usd": result.usage.cost_usd if result else None,
-        }
-        with self.db.transaction() as db:
-            runs.finish(db, state, finished)
-            self._append(db, "run.ended", state.agent, state.run_id, state.client, details)
+        self._record("run_ended", {"state": state, "finished": finished})
+        self._cases.pop(state.run_id, None)
         self.prune_now_and_then()
-
-    # ----------------------------------------------------------- approvals
 
     def approval(self, info: ApprovalInfo, kind: str, actor: Optional[str] = None) -> None:
         """An approval was requested, decided or expired (``kind``); the run waits or goes on."""
-        details = {
-            "approval_id": info.approval_id,
-            "tool": info.tool,
-            "target": info.target,
-            "arguments_digest": info.arguments_digest,
-            "state": info.state,
-            "decided_by": info.decided_by,
-            "note": info.note,
-        }
-        if info.change_digest:  # a change: what was approved, on which devices
-            details.update(change_digest=info.change_digest, devices=info.devices)
-        with self.db.transaction() as db:
-            approvals.save(db, info)
-            runs.set_state(db, info.run_id, "waiting_for_approval" if info.state == "pending" else "running")
-            self._append(db, f"approval.{kind}", info.agent, info.run_id, actor, details)
+        payload = {"info": info, "kind": kind, "actor": actor}
+        self._record("approval", payload, durable=info.state != "pending")  # a decision is on disk before its call
 
     def note(
         self,
@@ -164,8 +154,142 @@ class Records:
         **data: Any,
     ) -> None:
         """An audit entry of its own: a refused decision, a lifecycle or schedule change, a skipped run."""
-        with self.db.transaction() as db:
-            self._append(db, kind, agent, run_id, actor, data)
+        self._record("note", {"kind": kind, "agent": agent, "run_id": run_id, "actor": actor, "data": data})
+
+    def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
+        """Add to the agent's day; the day's totals after it (while the record does not answer: this add's)."""
+        added = {"agent": agent, "day": day, "tokens": tokens, "cost": cost}
+        return self._record("add_usage", added, durable=False) or (tokens, cost)
+
+    def _record(
+        self, name: str, payload: Dict[str, Any], durable: bool = True, needs_record: Optional[str] = None
+    ) -> Any:
+        """Write ``name``: now, or into the outbox (in order, after what waits there) when the shared record
+        does not answer; a write that ``needs_record`` is refused instead. What the write answered, or None."""
+        signed = SIGNED.get()  # the operator's proof, for verify_audit to check again
+        payload = {**payload, "at": audit.now_iso(), "signed": signed.audit() if signed is not None else None}
+        with self._order:
+            if self.outbox is not None and self.outbox.waiting:
+                if needs_record:
+                    waiting = f"{self.outbox.waiting} records of this worker wait for it"
+                    raise self._refusal(
+                        needs_record, f"the records database (${self.settings.dsn_env}) is away: {waiting}"
+                    )
+                self.outbox.put(name, encoded(payload), durable)
+                return None
+            try:
+                return self._write(self._body(name, payload), durable)
+            except RecordsUnavailable as error:
+                if self.outbox is None:
+                    raise
+                if needs_record:
+                    raise self._refusal(needs_record, str(error)) from error
+                self.outbox.put(name, encoded(payload), durable, error)
+                return None
+
+    def _replay(self, name: str, payload: Dict[str, Any], durable: bool, mark: Callable[[Any], None]) -> None:
+        """One write the outbox kept, into the record, with its mark (made once only)."""
+        body = self._body(name, payload)
+
+        def write(db: Any) -> Any:
+            mark(db)
+            return body(db)
+
+        self._write(write, durable)
+
+    def _refusal(self, needs: str, cause: str) -> RecordsUnavailable:
+        """A run that needs the record refused: the database's error, why the run needs it, the fix."""
+        env = self.settings.dsn_env
+        said, _, fixed = cause.partition(" Fix: ")
+        fixed = fixed or f"start or reach the PostgreSQL server that {env} names, or correct {env}"
+        return RecordsUnavailable(
+            f"{said.rstrip('. ')}; {needs}, so the run is refused until it answers (read-only runs go on "
+            f"meanwhile, their records kept on this worker). Fix: {fixed}"
+        )
+
+    def _body(self, name: str, p: Dict[str, Any]) -> Callable[[Any], Any]:
+        """The transaction of write ``name`` of payload ``p``."""
+        at, signed = p["at"], p["signed"]
+
+        def entry(db: Any, kind: str, agent: Any, run_id: Any, actor: Any, data: Dict[str, Any]) -> None:
+            self._append(db, kind, agent, run_id, actor, data, at, signed)
+
+        if name == "run_started":
+            row = p["row"] if isinstance(p["row"], RunRow) else runs.decode_row(p["row"])
+            details = {
+                "instructions": row.instructions[:AUDIT_TEXT_CHARS],
+                "session_id": row.session_id,
+                "schedule_id": row.schedule_id,
+                "job_uuid": row.job_uuid,
+                "parent_run_id": row.parent_run_id,
+                "dedupe_key": row.dedupe_key,
+                "provenance": row.provenance.model_dump() if row.provenance else None,
+            }
+            return lambda db: (
+                runs.insert(db, row),
+                entry(db, "run.started", row.agent, row.run_id, row.client, details),
+            )
+        if name == "run_running":
+            return lambda db: runs.set_state(db, p["run_id"], "running", p["session_id"])
+        if name == "tool_call":
+            calls = p["calls"]
+            return lambda db: (
+                runs.set_tool_calls(db, p["run_id"], calls),
+                entry(db, "tool.call", p["agent"], p["run_id"], None, calls[-1]),
+            )
+        if name == "run_ended":
+            state, finished = RunStateData.model_validate(p["state"]), p["finished"]  # a model stays one
+            result = state.result
+            details = {
+                "stop_reason": state.stop_reason,
+                "session_id": state.session_id,
+                "tool_calls": len(result.tool_calls) if result else 0,
+                "total_tokens": result.usage.total_tokens if result else 0,
+                "cost_usd": result.usage.cost_usd if result else None,
+            }
+            return lambda db: (
+                runs.finish(db, state, finished),
+                entry(db, "run.ended", state.agent, state.run_id, state.client, details),
+            )
+        if name == "approval":
+            info, kind = ApprovalInfo.model_validate(p["info"]), p["kind"]
+            details = {
+                "approval_id": info.approval_id,
+                "tool": info.tool,
+                "target": info.target,
+                "arguments_digest": info.arguments_digest,
+                "state": info.state,
+                "decided_by": info.decided_by,
+                "note": info.note,
+            }
+            if info.change_digest:  # a change: what was approved, on which devices
+                details.update(change_digest=info.change_digest, devices=info.devices)
+            waiting = "waiting_for_approval" if info.state == "pending" else "running"
+            return lambda db: (
+                approvals.save(db, info),
+                runs.set_state(db, info.run_id, waiting),
+                entry(db, f"approval.{kind}", info.agent, info.run_id, p["actor"], details),
+            )
+        if name == "note":
+            return lambda db: entry(db, p["kind"], p["agent"], p["run_id"], p["actor"], p["data"])
+        if name == "add_usage":
+            return lambda db: usage.add(db, p["agent"], p["day"], p["tokens"], p["cost"])
+        raise ValueError(f"unknown records write '{name}'")
+
+    def _write(self, body: Callable[[Any], T], durable: bool = True) -> T:
+        """``body`` in one write transaction; once more after the new head when another worker appended to
+        the fleet's audit chain meanwhile (the second time the head is read and locked: it cannot move).
+
+        ``durable=False`` (a run's progress: accepted, running, a tool call, an approval asked, usage): on
+        PostgreSQL the commit does not wait for its flush to disk; the run's next durable write (its end, a
+        decision) flushes it with everything before it. A worker killed loses nothing either way.
+        """
+        try:
+            with self.db.transaction(durable) as db:
+                return body(db)
+        except audit.ChainMoved:
+            with self.db.transaction(durable) as db:
+                return body(db)
 
     def _append(
         self,
@@ -175,14 +299,22 @@ class Records:
         run_id: Optional[str] = None,
         actor: Optional[str] = None,
         data: Optional[Dict[str, Any]] = None,
+        at: Optional[str] = None,
+        signed: Optional[Dict[str, Any]] = None,
     ) -> None:
-        """An audit entry in the caller's transaction; an entry of a run of a case names the case."""
-        if run_id and (case_id := runs.case_of(db, run_id)):
+        """An audit entry in the caller's transaction, made ``at`` (default: now); an entry of a run of a
+        case names the case; ``signed``: the operator's proof (default: the request's)."""
+        case_id = self._cases[run_id] if run_id in self._cases else run_id and runs.case_of(db, run_id)
+        if case_id:
             data = {**(data or {}), "case_id": case_id}
-        if (signed := SIGNED.get()) is not None:  # the operator's proof, for verify_audit to check again
-            data = {**(data or {}), "signed": signed.audit()}
-        self.db.serialize(db, "audit")  # one chain for the fleet: its workers append in turn
-        audit.append(db, self.worker, kind, agent, run_id, actor, data)
+        if signed is None and (proof := SIGNED.get()) is not None:
+            signed = proof.audit()
+        if signed is not None:
+            data = {**(data or {}), "signed": signed}
+        before = self.db.chain_head(db)  # one chain for the fleet: its workers append in turn
+        row = audit.entry(before, self.worker, kind, agent, run_id, actor, data, at)
+        self.db.move_head(db, before, (row[0], row[-1]))  # first: the head's row is the chain's lock
+        audit.insert(db, row)
 
     # --------------------------------------------------------------- usage
 
@@ -190,14 +322,9 @@ class Records:
         with self.db.reading() as db:
             return usage.spent(db, agent, day)
 
-    def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
-        with self.db.transaction() as db:
-            return usage.add(db, agent, day, tokens, cost)
-
     def claim(self, group: str, agent: str, name: str, due: str) -> str:
         """The worker that runs this due occurrence of a grouped schedule (this one, when it claimed it first)."""
-        with self.db.transaction() as db:
-            return occurrences.claim(db, group, agent, name, due, self.worker)
+        return self._write(lambda db: occurrences.claim(db, group, agent, name, due, self.worker))
 
     # --------------------------------------------------------------- reads
 
@@ -267,7 +394,8 @@ class Records:
         devices; any other ends ``interrupted``.
         """
         now = time.time()
-        with self.db.transaction() as db:
+
+        def write(db: Any) -> Tuple[List[str], List[str]]:
             cut_approvals = []
             for info in approvals.pending(db, self.worker):
                 info = info.model_copy(update={"state": "expired", "decided": iso(now), "note": APPROVAL_CUT_NOTE})
@@ -291,7 +419,9 @@ class Records:
                 runs.finish(db, state, now)
                 self._append(db, "run.ended", row["agent"], row["run_id"], row["client"], details)
                 cut_runs.append(row["run_id"])
-        return cut_runs, cut_approvals
+            return cut_runs, cut_approvals
+
+        return self._write(write)
 
     def _cut(self, row: Any, asked: List[ApprovalInfo], now: float, changes: List[OutcomeUnknown]) -> RunStateData:
         """The state of a run the worker's crash cut: what its record knew, and why it ended."""
@@ -328,19 +458,25 @@ class Records:
         )
 
     def prune_now_and_then(self) -> None:
-        if time.time() - self._pruned > PRUNE_INTERVAL:
-            self.prune()
+        if time.time() - self._pruned > PRUNE_INTERVAL and not (self.outbox and self.outbox.waiting):
+            try:
+                self.prune()
+            except RecordsUnavailable as error:  # tried again within the hour
+                log.warning(f"{self.worker} - Records not pruned: {error}")
 
     def prune(self) -> None:
         """Delete records past the retention: by age, then beyond the counts kept."""
         with self._prune_lock:
             self._pruned = time.time()
             cutoff = datetime.now(timezone.utc) - timedelta(days=self.settings.keep_days)
-            with self.db.transaction() as db:
+
+            def write(db: Any) -> Tuple[int, int]:
                 gone = runs.prune(db, cutoff.timestamp(), self.settings.keep_runs)
                 gone_approvals = approvals.prune(db)
                 usage.prune(db, cutoff.strftime("%Y-%m-%d"))
                 occurrences.prune(db, cutoff.timestamp())
+                if self.outbox is not None:  # the marks of kept writes moved long ago
+                    db.execute("DELETE FROM buffered_writes WHERE applied < ?", [cutoff.timestamp()])
                 gone_entries = audit.prune(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
                 if gone or gone_entries:
                     self._append(
@@ -353,9 +489,14 @@ class Records:
                             "keep_days": self.settings.keep_days,
                         },
                     )
+                return gone, gone_entries
+
+            gone, gone_entries = self._write(write)
             if gone or gone_entries:
                 self.db.compact()
                 log.info(f"{self.worker} - Pruned {gone} run records and {gone_entries} audit entries past retention")
 
     def close(self) -> None:
+        if self.outbox is not None:
+            self.outbox.close()
         self.db.close()

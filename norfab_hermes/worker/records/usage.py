@@ -8,16 +8,6 @@ import sqlite3
 from datetime import datetime, timezone
 from typing import Tuple
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS usage (
-    agent TEXT NOT NULL,
-    day TEXT NOT NULL,
-    tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    PRIMARY KEY (agent, day)
-) WITHOUT ROWID;
-"""
-
 
 def today() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%d")

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from ...errors import AgentUnavailable, Busy, InvalidRequest, OverBudget, UnknownRun
+from ...errors import AgentUnavailable, Busy, InvalidRequest, OverBudget, RecordsUnavailable, UnknownRun
 from ...models import AgentDefinition, HermesInventory, InvokeResultData, RunStateData, StopReason
 from ..agents.catalog import AgentCatalog
 from ..hermes import metering, plugin
@@ -184,11 +184,12 @@ class RunPipeline:
                     self.inventory.model,
                 )
                 run.approvers = list(definition.approvers)
+                run.needs_record = needs_record(agent, definition, self.tools.specs.get(agent, {}))
                 run.approvals_required = definition.approvals_required
                 self.runs.track(run)
                 ticket.started(run.run_id)
                 return run, None
-        except (Busy, OverBudget) as refused:
+        except (Busy, OverBudget, RecordsUnavailable) as refused:
             details = {"reason": str(refused), "code": refused.code, "schedule_id": request.schedule_id}
             self.note("run.refused", agent=agent, actor=request.client, **details)
             raise
@@ -235,6 +236,16 @@ class RunPipeline:
             note = f"[This turn ended without an answer ({result.stop_reason}: {run.stop_message or 'see the run warnings'}).]"
             self.runtime.gateway.close_unanswered_turn(result.session_id, note)
         return result
+
+
+def needs_record(agent: str, definition: Any, specs: Dict[str, Any]) -> Optional[str]:
+    """Why a run of the agent cannot go on without the fleet's record (its changes lock devices there), or
+    None: a read-only investigation, whose records the worker keeps while the record does not answer."""
+    changing = sorted(name for name, spec in specs.items() if getattr(spec, "changes", False))
+    changing += sorted(definition.workflows)
+    if not changing:
+        return None
+    return f"agent '{agent}' can change devices ({', '.join(changing)}) and their device locks are held there"
 
 
 def check_instructions(instructions: str) -> None:

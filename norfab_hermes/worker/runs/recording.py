@@ -2,12 +2,15 @@
 A worker's runs written to its records as they go: accepted, running, each
 tool call, ended. The records room knows no ``Run``; this is where a run
 becomes rows. A failed write is logged and the run goes on: the records
-serve the operator, they never stop the network work they describe.
+serve the operator, they never stop the network work they describe; but a
+run that needs the fleet's record (one that may change devices, whose locks
+are there) is refused when its first record cannot be written.
 """
 
 import logging
 from typing import Any, Callable, List, Optional
 
+from ...errors import RecordsUnavailable
 from ...models import RunStateData
 from ...safety.redact import scrub
 from ..records.runs import RunRow
@@ -48,7 +51,14 @@ class RunRecorder:
             case_id=run.case_id,
             provenance=run.provenance,
         )
-        self._safely(self.records.run_started, row)
+        try:
+            self.records.run_started(row, run.needs_record)
+        except RecordsUnavailable:  # the run needs the fleet's record: refused
+            if run.needs_record:
+                raise
+            log.exception(f"{self.worker_name} - Could not write a run record")
+        except Exception:
+            log.exception(f"{self.worker_name} - Could not write a run record")
 
     def running(self, run: Run) -> None:
         self._safely(self.records.run_running, run.run_id, run.session_id)

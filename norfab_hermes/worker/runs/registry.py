@@ -64,7 +64,12 @@ class RunRegistry:
             self._runs[run.run_id] = run
         if self.recorder is not None:
             run.log = self.recorder
-            self.recorder.started(run)
+            try:
+                self.recorder.started(run)
+            except Exception:  # refused: the run needs a record that cannot be written
+                with self._lock:
+                    self._runs.pop(run.run_id, None)
+                raise
 
     def finish(self, run: Run, result: Optional[InvokeResultData]) -> None:
         """The run ended (or never started): recorded, and kept in memory for a while."""

@@ -70,6 +70,7 @@ class Run:
         self.request = request
         self.provenance: Optional[Provenance] = None  # what answered: model, versions, definition digest
         self.approvers: List[str] = []  # the agent's, for tools that do not name their own
+        self.needs_record: Optional[str] = None  # why the run cannot go on without the fleet's record
         self.approvals_required = 1  # the agent's, for tools that do not set their own
         self.log: Optional[RunLog] = None
         self.chat_id = chat_id

@@ -10,6 +10,7 @@ from typing import Optional
 from norfab.core.worker import Job
 from norfab.models import Result
 
+from ...errors import RecordsUnavailable
 from ...models import (
     SUPPORTED_COMMANDS,
     ChangesStatus,
@@ -45,6 +46,13 @@ class ServiceTasks:
         errors = list(self.init_errors) + (host.problems() if host else [])
         agents = host.availability() if host else {}
         runs = host.runs.active() if host else []
+        budgets, changes, problem = {}, ChangesStatus(), None
+        try:  # with the shared record these are read there: while it does not answer, the status says why
+            budgets = host.budgets(agent) if host else {}
+            changes = host.change_status(agent) if host else ChangesStatus()
+        except RecordsUnavailable as error:
+            problem = str(error)
+        outbox = host.records.outbox if host else None
         return Result(
             result=WorkerStatus(
                 ready=host is not None and not errors and not host.stopping.is_set(),
@@ -52,8 +60,8 @@ class ServiceTasks:
                 agents={name: up for name, up in agents.items() if agent in (None, name)},
                 active_runs=[run for run in runs if agent in (None, run.agent)],
                 scheduler=host.schedules.status(agent) if host else SchedulerStatus(),
-                budgets=host.budgets(agent) if host else {},
-                changes=host.change_status(agent) if host else ChangesStatus(),
+                budgets=budgets,
+                changes=changes,
                 max_concurrent_runs=host.inventory.max_concurrent_runs if host else 0,
                 hermes_home=str(host.root) if host else None,
                 commands=sorted(SUPPORTED_COMMANDS),
@@ -61,6 +69,8 @@ class ServiceTasks:
                 threads=threading.active_count(),
                 open_files=len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0,
                 identity=self.identity_line(),
+                records_waiting=outbox.waiting if outbox else 0,
+                records_problem=problem,
             ).model_dump()
         )
 

@@ -1,5 +1,5 @@
--- The fleet's record: the tables of the SQLite record (runs.py, approvals.py,
--- audit.py, usage.py), one for every worker, and the holders of device locks.
+-- The record's tables, one for every worker of the fleet, and the holders of device locks. A worker's
+-- SQLite record takes its tables from these files too (schema.py): they are written once, here.
 CREATE TABLE runs (
     run_id TEXT PRIMARY KEY,
     agent TEXT NOT NULL,
