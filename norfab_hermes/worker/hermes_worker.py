@@ -154,19 +154,16 @@ class HermesWorker(
         log.warning(f"{self.name} - Refused {task} from client '{client}': {refused}")
         if self.host is None:
             return
-        try:
-            self.host.records.note(
-                "request.refused",
-                arguments.get("agent") if isinstance(arguments.get("agent"), str) else None,
-                None,
-                client,
-                task=task,
-                reason=str(refused),
-                operator=refused.operator,
-                fingerprint=refused.fingerprint,
-            )
-        except Exception:  # the refusal stands even when it cannot be recorded
-            log.exception(f"{self.name} - Could not record a refused request")
+        self.host.records.note(  # the refusal stands even when it cannot be recorded: note never raises
+            "request.refused",
+            arguments.get("agent") if isinstance(arguments.get("agent"), str) else None,
+            None,
+            client,
+            task=task,
+            reason=str(refused),
+            operator=refused.operator,
+            fingerprint=refused.fingerprint,
+        )
 
     def _make_host(self) -> HermesHost:
         inventory = parse_inventory(self.hermes_inventory)

@@ -116,7 +116,7 @@ class HermesHost(HostOperations):
             self.stopping,
             Storm(worker_name, self.records.deduplicate, self.records.db.holding if self.records.shared else unshared),
             self.daily,
-            self.note,
+            self.records.note,
         )
         self.evidence = EvidenceStore(
             root,

@@ -89,14 +89,14 @@ class HostOperations:
         definition = self.catalog.agents.get(agent)
         refusal = approver_refusal(definition.approvers if definition else [], by, f"{what} of agent '{agent}'", agent)
         if refusal:
-            self.note("approval.refused", agent=agent, actor=by, what=what)
+            self.records.note("approval.refused", agent=agent, actor=by, what=what)
             raise NotAllowed(refusal)
 
     def reset_breaker(self, agent: str, by: Optional[str], note: Optional[str]) -> BreakerState:
         self.catalog.require_known(agent)
         self.require_approver(agent, by, "reset the change breaker")
         breaker = self.changes.reset_breaker(agent, self.change_policy(agent), by, note)
-        self.note("change.breaker_reset", agent=agent, actor=by, note=note)
+        self.records.note("change.breaker_reset", agent=agent, actor=by, note=note)
         return breaker
 
     def acknowledge(self, outcome_id: str, by: Optional[str], note: Optional[str]) -> OutcomeUnknown:
@@ -106,7 +106,7 @@ class HostOperations:
         change = self.changes.acknowledge(outcome_id, by, note)
         log.warning(f"{self.worker_name} - Change job {change.job_uuid} acknowledged by {by}: {note or 'no note'}")
         details = {"outcome_id": outcome_id, "job_uuid": change.job_uuid, "devices": change.devices, "note": note}
-        self.note("change.acknowledged", agent=change.agent, run_id=change.run_id, actor=by, **details)
+        self.records.note("change.acknowledged", agent=change.agent, run_id=change.run_id, actor=by, **details)
         return change
 
     def schedule(
@@ -123,7 +123,7 @@ class HostOperations:
         result = self.schedules.act(agent, action, schedule_id, definition, limit)
         if action not in ("list", "history"):
             changed = [{"schedule_id": s.schedule_id, "name": s.name, "schedule": s.schedule} for s in result.schedules]
-            self.note(
+            self.records.note(
                 f"schedule.{action}", agent=agent, actor=client, schedules=changed or [{"schedule_id": schedule_id}]
             )
         return result
@@ -140,24 +140,10 @@ class HostOperations:
         if self.stopping.is_set():
             raise AgentUnavailable(f"worker '{self.worker_name}' is shutting down")
         result = self.lifecycle.act(action, agent, definition, clone_from, interrupt)
-        self.note(f"agent.{action}", agent=agent, actor=client, done=result.done, clone_from=clone_from)
+        self.records.note(f"agent.{action}", agent=agent, actor=client, done=result.done, clone_from=clone_from)
         return result
 
     # -------------------------------------------------------------- records
-
-    def note(
-        self,
-        kind: str,
-        agent: Optional[str] = None,
-        run_id: Optional[str] = None,
-        actor: Optional[str] = None,
-        **data: Any,
-    ) -> None:
-        """An audit entry; a records failure is logged, never the caller's failure."""
-        try:
-            self.records.note(kind, agent, run_id, actor, **data)
-        except Exception:
-            log.exception(f"{self.worker_name} - Could not write audit entry {kind}")
 
     def budgets(self, agent: Optional[str] = None) -> Dict[str, AgentBudget]:
         return self.daily.budgets(self.catalog.agents, agent)
@@ -177,7 +163,9 @@ class HostOperations:
             )
         result = self.memory.act(agent, self.catalog.agents[agent], action, target, entry)
         if action == "clear":
-            self.note("memory.clear", agent=agent, actor=client, target=target, entry=entry, done=result.message)
+            self.records.note(
+                "memory.clear", agent=agent, actor=client, target=target, entry=entry, done=result.message
+            )
         return result
 
     def evidence_of(

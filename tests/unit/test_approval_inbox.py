@@ -120,6 +120,9 @@ def test_every_channel_is_told_each_step_after_the_record_and_a_broken_one_chang
     records, channel, broken = Records(), Channel(), Channel(broken=True)
     inbox = ApprovalInbox("w1", records, channels=[broken, channel])
     run, approval_id, (thread, outcome) = parked(inbox, ["lead"])
+    deadline = time.time() + 5  # the run lists its approval a moment before the channels are told
+    while not channel.told and time.time() < deadline:
+        time.sleep(0.01)
     assert channel.told == [("requested", approval_id, "pending", None)]
     inbox.decide(approval_id, True, "lead", "go")
     thread.join(5)

@@ -58,6 +58,15 @@ MID_CHANGE_NOTE = (
 )
 
 
+def quietly(worker: str, what: str, write: Callable[..., Any], *args: Any) -> None:
+    """``write(*args)`` for a caller the records must never fail (a run going on, a decision taken):
+    a failure is logged and the caller goes on."""
+    try:
+        write(*args)
+    except Exception:
+        log.exception(f"{worker} - Could not write {what} to the records")
+
+
 def open_database(root: Path, worker: str, settings: RecordsSettings) -> Any:
     """The backend the settings name: the worker's SQLite file, or the fleet's PostgreSQL."""
     if settings.backend == "sqlite":
@@ -153,8 +162,10 @@ class Records:
         actor: Optional[str] = None,
         **data: Any,
     ) -> None:
-        """An audit entry of its own: a refused decision, a lifecycle or schedule change, a skipped run."""
-        self._record("note", {"kind": kind, "agent": agent, "run_id": run_id, "actor": actor, "data": data})
+        """An audit entry of its own: a refused decision, a lifecycle or schedule change, a skipped run.
+        Never raises: what it notes has happened (or was refused) whether or not the entry is written."""
+        payload = {"kind": kind, "agent": agent, "run_id": run_id, "actor": actor, "data": data}
+        quietly(self.worker, f"audit entry {kind}", self._record, "note", payload)
 
     def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
         """Add to the agent's day; the day's totals after it (while the record does not answer: this add's)."""

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Protocol, Sequence
 from ...errors import InvalidRequest, NotAllowed, UnknownApproval
 from ...models import ApprovalInfo, arguments_digest
 from ...safety.approvers import approver_refusal
+from ..records.store import quietly
 from ..tools.calls import ChangeAsk
 from .run import Run, now_iso
 
@@ -46,7 +47,8 @@ class ApprovalLog(Protocol):
         run_id: Optional[str] = None,
         actor: Optional[str] = None,
         **data: Any,
-    ) -> None: ...
+    ) -> None:
+        """An audit entry; never raises (``records.store.Records.note``)."""
 
 
 class ApprovalChannel(Protocol):
@@ -225,8 +227,7 @@ class ApprovalInbox:
         if refusal:
             log.warning(f"{self.worker_name} - Refused a decision: {refusal}")
             if self.records is not None:
-                self._safely(
-                    self.records.note,
+                self.records.note(
                     "approval.refused",
                     request.agent,
                     request.run_id,
@@ -294,16 +295,11 @@ class ApprovalInbox:
 
     def _record(self, info: ApprovalInfo, kind: str, actor: Optional[str] = None) -> None:
         """Every step of an approval passes here: the record first, then each channel."""
+        # a records or channel failure is logged: the decision itself stands
         if self.records is not None:
-            self._safely(self.records.approval, info, kind, actor)
+            quietly(self.worker_name, "an approval", self.records.approval, info, kind, actor)
         for channel in self.channels:
-            self._safely(channel.approval, info, kind)
-
-    def _safely(self, write: Any, *args: Any, **kwargs: Any) -> None:
-        try:
-            write(*args, **kwargs)
-        except Exception:  # a records failure is logged; the decision itself stands
-            log.exception(f"{self.worker_name} - Could not record an approval")
+            quietly(self.worker_name, f"an approval to channel {type(channel).__name__}", channel.approval, info, kind)
 
     def _prune(self) -> None:
         decided = [key for key, r in self._approvals.items() if r.state != "pending"]

@@ -8,13 +8,13 @@ are there) is refused when its first record cannot be written.
 """
 
 import logging
-from typing import Any, Callable, List, Optional
+from typing import Callable, List, Optional
 
 from ...errors import RecordsUnavailable
 from ...models import RunStateData
 from ...safety.redact import scrub
 from ..records.runs import RunRow
-from ..records.store import Records
+from ..records.store import Records, quietly
 from .run import Run
 
 log = logging.getLogger(__name__)
@@ -61,20 +61,16 @@ class RunRecorder:
             log.exception(f"{self.worker_name} - Could not write a run record")
 
     def running(self, run: Run) -> None:
-        self._safely(self.records.run_running, run.run_id, run.session_id)
+        quietly(self.worker_name, "a run record", self.records.run_running, run.run_id, run.session_id)
 
     def tool_call(self, run: Run) -> None:
-        self._safely(self.records.tool_call, run.agent, run.run_id, list(run.tool_calls))
+        quietly(self.worker_name, "a run record", self.records.tool_call, run.agent, run.run_id, list(run.tool_calls))
 
     def ended(self, run: Run) -> None:
-        self._safely(self.records.run_ended, run.state_data(self.worker_name), run.finished)
+        quietly(
+            self.worker_name, "a run record", self.records.run_ended, run.state_data(self.worker_name), run.finished
+        )
 
     def state(self, run_id: str, offset: int) -> Optional[RunStateData]:
         """A run no longer in memory, from its record."""
         return self.records.run_state(run_id, offset)
-
-    def _safely(self, write: Callable[..., None], *args: Any) -> None:
-        try:
-            write(*args)
-        except Exception:
-            log.exception(f"{self.worker_name} - Could not write a run record")
