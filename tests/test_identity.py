@@ -38,6 +38,19 @@ ROLES = {
     "vera": {"*": ["viewer"]},
 }
 CALL = 'CALL bounce {"FB": "r1"}'
+CUT = "c0ffee00c0ffee00c0ffee00c0ffee00"  # the job UUID of a change fixer's run had in flight when its worker died
+CUT_CHANGE = {
+    "outcome_id": CUT,
+    "job_uuid": CUT,
+    "run_id": "run-cut",
+    "agent": "fixer",
+    "worker": WORKER,
+    "tool": "bounce",
+    "target": "nornir.cfg workers all",
+    "devices": ["r9"],
+    "started": "2026-12-01T09:00:00.000+00:00",
+    "reason": "in flight",
+}
 
 
 def keygen(directory: Path, name: str, kind: str) -> KeyFileSigner:
@@ -67,6 +80,10 @@ def lab(model, keys, tmp_path_factory):
     worker = hermes_worker(model.base_url, AGENTS, operators="nf://operators.yaml", tool_concurrency_per_worker=4)
     workers, files = network(["r1"], users={WORKER: worker})
     files["operators.yaml"] = operators_file(keys, ROLES)
+    # what a worker killed mid-change leaves: a marker of fixer's change job, an unknown outcome once it starts
+    marker = base / f"__norfab__/files/worker/{WORKER}/hermes/norfab_changes/in_flight/{CUT}.json"
+    marker.parent.mkdir(parents=True)
+    marker.write_text(json.dumps(CUT_CHANGE))
     with norfab(base, workers, files) as nf:
         clients = {name: nf.make_client(name=f"{name}-laptop") for name in keys}
         yield nf, base, clients
@@ -268,3 +285,26 @@ def test_audit_entries_keep_the_signature_and_verify_audit_names_a_forged_one(la
     checked = ok(signed(clients["vera"], keys["vera"], "verify_audit"))
     assert not checked["ok"]
     assert any(p.startswith(f"entry {seq}: signed by key") for p in checked["problems"]), checked["problems"]
+
+
+def test_an_approver_of_another_agent_may_not_acknowledge_an_outcome_and_nothing_is_acknowledged(lab, keys):
+    nf, _, clients = lab
+
+    def unknown():
+        return ok(signed(clients["vera"], keys["vera"], "get_status"))["changes"]["outcome_unknown"]
+
+    assert [u["outcome_id"] for u in unknown()] == [CUT]
+    # carol approves for agent 'twice' only; the outcome is fixer's, whatever agent the request names
+    res = signed(clients["carol"], keys["carol"], "acknowledge_outcome", outcome_id=CUT, note="looked fine")
+    refused(res, "operator 'carol' may not acknowledge the change of unknown outcome")
+    assert "needs role approver for agent 'fixer'" in res["errors"][0]
+    res = signed(clients["vera"], keys["vera"], "acknowledge_outcome", outcome_id=CUT)
+    refused(res, "operator 'vera' may not acknowledge_outcome: it needs role approver")
+    assert [u["outcome_id"] for u in unknown()] == [CUT] and unknown()[0]["acknowledged"] is None
+    assert not audit(lab, keys, "change.acknowledged")
+    assert [e["actor"] for e in audit(lab, keys, "approval.refused") if e["agent"] == "fixer"][-1] == "carol"
+    # an approver of fixer acknowledges it
+    done = ok(signed(clients["bob"], keys["bob"], "acknowledge_outcome", outcome_id=CUT, note="r9 checked"))
+    assert (done["acknowledged_by"], done["note"]) == ("bob", "r9 checked") and not unknown()
+    [entry] = audit(lab, keys, "change.acknowledged")
+    assert entry["actor"] == "bob" and entry["data"]["signed"]["operator"] == "bob"
