@@ -18,6 +18,7 @@ from conftest import hermes_worker, network, network_jobs, norfab, ok, run
 from norfab_hermes.identity import mint
 from norfab_hermes.identity.signatures import KeyFileSigner
 from norfab_hermes.routing import Hermes
+from norfab_hermes.testing.embedded import worker_process
 from norfab_hermes.worker.records.audit import entry_hash
 
 pytestmark = pytest.mark.hardening
@@ -308,3 +309,29 @@ def test_an_approver_of_another_agent_may_not_acknowledge_an_outcome_and_nothing
     assert (done["acknowledged_by"], done["note"]) == ("bob", "r9 checked") and not unknown()
     [entry] = audit(lab, keys, "change.acknowledged")
     assert entry["actor"] == "bob" and entry["data"]["signed"]["operator"] == "bob"
+
+
+def test_a_proof_replayed_after_the_worker_restarts_is_refused_and_nothing_runs(model, keys, tmp_path):
+    alice = {"keys": [keys["alice"].path.with_suffix(".pub").read_text()], "roles": {"*": ["operator"]}}
+    worker = hermes_worker(model.base_url, {"echo": {"instructions": "You echo."}}, operators={"alice": alice})
+    with norfab(tmp_path, {WORKER: worker}, {}, separate=(WORKER,)) as nf:
+        laptop = nf.make_client(name="alice-laptop")
+        try:
+            kwargs = {"agent": "echo", "instructions": "once only"}
+            proof = mint(keys["alice"], "invoke", [WORKER], kwargs, laptop.name)
+            listing = mint(keys["alice"], "get_runs", [WORKER], {"agent": "echo"}, laptop.name)
+            with worker_process(nf, WORKER):
+                assert ok(run(laptop, "invoke", WORKER, proof=proof, **kwargs))["response"] == "ECHO: once only"
+                refused(run(laptop, "invoke", WORKER, proof=proof, **kwargs), "used already (replayed)")
+            # a restart within the proof's lifetime: the worker's records still hold its nonce
+            with worker_process(nf, WORKER):
+                refused(run(laptop, "invoke", WORKER, proof=proof, **kwargs), "used already (replayed)")
+                runs = ok(run(laptop, "get_runs", WORKER, proof=listing, agent="echo"))["runs"]
+                assert [r["instructions"] for r in runs] == ["once only"], "the replay ran nothing"
+                status = mint(keys["alice"], "get_status", [WORKER], {}, laptop.name)
+                home = Path(ok(run(laptop, "get_status", WORKER, proof=status))["hermes_home"])
+            with sqlite3.connect(home / "norfab_records.db") as db:
+                kept = db.execute("SELECT worker, expires FROM proof_nonces").fetchall()
+            assert len(kept) == 3 and all(w == WORKER and e > time.time() for w, e in kept), kept
+        finally:
+            laptop.destroy()

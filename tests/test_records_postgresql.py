@@ -153,3 +153,18 @@ def test_the_move_from_sqlite_keeps_every_run_and_the_audit_chain_verifies(dsn, 
     assert move.main([str(other.path), "--dsn-env", ENV]) == 1
     assert "cannot join it without rewriting its hashes" in capsys.readouterr().err
     assert move.main([str(other.path), "--dsn-env", ENV, "--without-audit"]) == 0
+
+
+def test_a_proof_nonce_is_shared_by_the_fleet(dsn, tmp_path):
+    """A proof one worker took is refused by another worker of the record as a job of its own."""
+    w1, w2 = Records(tmp_path / "1", "w1", SETTINGS), Records(tmp_path / "2", "w2", SETTINGS)
+    try:
+        now = time.time()
+        assert w1.first_use("n1", "J1", now + 60, now) is None
+        assert w2.first_use("n1", "J1", now + 60, now) is None, "one job sent to both: each takes it once"
+        assert "used already (replayed)" in w2.first_use("n1", "J1", now + 60, now)
+        w1.first_use("n3", "J3", now + 60, now)
+        assert "used already by worker 'w1' for another job" in w2.first_use("n3", "J4", now + 60, now)
+    finally:
+        w1.close()
+        w2.close()

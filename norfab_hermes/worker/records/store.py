@@ -37,13 +37,14 @@ from ...models import (
     StopReason,
     ToolCallSummary,
 )
-from . import approvals, audit, occurrences, runs, usage
+from . import approvals, audit, nonces, occurrences, runs, usage
 from .db import RECORDS_FILE, Database
 from .runs import RunRow, iso
 
 log = logging.getLogger(__name__)
 
 PRUNE_INTERVAL = 3600.0  # seconds between retention checks while the worker runs
+NONCE_PRUNE_INTERVAL = 60.0  # seconds between deletions of expired proofs' nonces
 AUDIT_TEXT_CHARS = 1000  # of the instructions an audit entry keeps (the run record has them whole)
 CUT_NOTE = "the worker stopped (crash or kill) before the run finished; it was not resumed"
 APPROVAL_CUT_NOTE = "ended by the worker restart: its run is gone and the call was never made"
@@ -56,7 +57,7 @@ MID_CHANGE_NOTE = (
 def open_database(root: Path, worker: str, settings: RecordsSettings) -> Any:
     """The backend the settings name: the worker's SQLite file, or the fleet's PostgreSQL."""
     if settings.backend == "sqlite":
-        schemas = [runs.SCHEMA, approvals.SCHEMA, audit.SCHEMA, usage.SCHEMA, occurrences.SCHEMA]
+        schemas = [runs.SCHEMA, approvals.SCHEMA, audit.SCHEMA, usage.SCHEMA, occurrences.SCHEMA, nonces.SCHEMA]
         return Database(Path(root) / RECORDS_FILE, schemas, [runs.upgrade])
     dsn = os.environ.get(settings.dsn_env or "")
     if not dsn:
@@ -84,6 +85,7 @@ class Records:
         self.settings = settings
         self.db = open_database(root, worker, settings)
         self._pruned = 0.0
+        self._nonces_pruned = 0.0
         self._prune_lock = threading.Lock()
 
     @property
@@ -198,6 +200,14 @@ class Records:
         """The worker that runs this due occurrence of a grouped schedule (this one, when it claimed it first)."""
         with self.db.transaction() as db:
             return occurrences.claim(db, group, agent, name, due, self.worker)
+
+    def first_use(self, nonce: str, job: str, expires: float, now: float) -> Optional[str]:
+        """Take a proof's nonce for this worker's ``job``; why it was taken already, or None (expired ones go)."""
+        with self.db.transaction() as db:
+            if now - self._nonces_pruned > NONCE_PRUNE_INTERVAL:
+                nonces.prune(db, now)
+                self._nonces_pruned = now
+            return nonces.first_use(db, nonce, self.worker, job, expires)
 
     # --------------------------------------------------------------- reads
 
