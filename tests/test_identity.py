@@ -8,6 +8,7 @@ effect: the approval still pending, no job on the nornir worker, an audit entry.
 import json
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,9 +16,11 @@ import pytest
 import yaml
 from conftest import hermes_worker, network, network_jobs, norfab, ok, run
 
-from norfab_hermes.identity import mint
+from norfab_hermes.identity import fingerprint, mint
+from norfab_hermes.identity.audit import canonical
 from norfab_hermes.identity.signatures import KeyFileSigner
-from norfab_hermes.routing import Hermes
+from norfab_hermes.nfcli.records import export
+from norfab_hermes.routing import Hermes, Router
 from norfab_hermes.testing.embedded import worker_process
 from norfab_hermes.worker.records.audit import entry_hash
 
@@ -39,6 +42,7 @@ ROLES = {
     "vera": {"*": ["viewer"]},
 }
 CALL = 'CALL bounce {"FB": "r1"}'
+FIELDS = ("time", "worker", "kind", "agent", "run_id", "actor")
 CUT = "c0ffee00c0ffee00c0ffee00c0ffee00"  # the job UUID of a change fixer's run had in flight when its worker died
 CUT_CHANGE = {
     "outcome_id": CUT,
@@ -250,6 +254,41 @@ def test_a_removed_key_stops_working_after_a_reload(lab, keys):
     finally:
         (base / "operators.yaml").write_text(operators_file(keys, ROLES))
         ok(signed(clients["alice"], keys["alice"], "reload_operators"))
+
+
+def verify_offline(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "norfab_hermes.identity", "verify-audit", *map(str, args)],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_an_exported_audit_log_is_checked_offline_and_an_edited_signature_is_named(lab, keys, tmp_path):
+    nf, base, clients = lab
+    ok(signed(clients["alice"], keys["alice"], "invoke", agent="spare", instructions="for the record"))
+    exported = tmp_path / "hermes-audit.jsonl"
+    export(Router(clients["vera"], signer=keys["vera"]), WORKER, {}, exported)  # nf# hermes audit export file ...
+    lines = exported.read_text().splitlines()
+    checked = verify_offline(exported, "--operators", base / "operators.yaml")
+    assert checked.returncode == 0 and f"{len(lines)} entries, intact" in checked.stdout, checked
+    # alice's run, its signature swapped for mallory's over the same claim, the hashes left as they were
+    at = next(n for n, line in enumerate(lines) if '"run.started"' in line and "for the record" in line)
+    entry = json.loads(lines[at])
+    entry["data"]["signed"]["signature"] = keys["mallory"].sign(entry["data"]["signed"]["claim"].encode())
+    lines[at] = json.dumps(entry)
+    exported.write_text("\n".join(lines) + "\n")
+    checked = verify_offline(exported, "--operators", base / "operators.yaml")
+    seq = entry["seq"]
+    assert checked.returncode == 1, checked
+    assert f"entry {seq} was edited: its hash does not match its content" in checked.stdout
+    assert f"entry {seq}: signed by key {fingerprint(keys['mallory'].public_blob)}, not the" in checked.stdout
+    # rehashed too (an intruder who rebuilds the chain of the file): the signature still names it
+    entry["hash"] = entry_hash(entry["prev"], seq, *[entry[k] for k in FIELDS], canonical(entry["data"]))
+    lines[at] = json.dumps(entry)
+    exported.write_text("\n".join(lines[: at + 1]) + "\n")
+    checked = verify_offline(exported, "--operators", base / "operators.yaml")
+    assert checked.returncode == 1 and checked.stdout.splitlines()[0].startswith(f"entry {seq}: signed by key")
 
 
 def test_audit_entries_keep_the_signature_and_verify_audit_names_a_forged_one(lab, keys):
