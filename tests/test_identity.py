@@ -169,6 +169,12 @@ def test_a_client_named_after_an_approver_without_the_key_is_refused_and_nothing
     while shows_users(base) == before and time.time() < deadline:
         time.sleep(0.2)
     assert shows_users(base) == before + 1
+    # the tool job names, in the nornir worker's own job store, the run, its agent and its operator
+    with sqlite3.connect(base / "__norfab__/files/worker/nornir-worker-1/nornir-worker-1.db") as db:
+        [(uuid, client)] = db.execute(
+            "SELECT uuid, client_address FROM jobs WHERE uuid LIKE ?", (f"{approval['run_id']}.%",)
+        ).fetchall()
+    assert uuid.startswith(f"{approval['run_id']}.fixer.alice.") and client.startswith(WORKER), (uuid, client)
 
 
 def test_replayed_other_arguments_expired_and_other_digest_proofs_are_refused(lab, keys):
