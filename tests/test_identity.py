@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import hermes_worker, network, network_jobs, norfab, ok, run
+from conftest import hermes_shell, hermes_worker, network, network_jobs, norfab, ok, run
+from test_shell import nfcli
 
 from norfab_hermes.identity import fingerprint, mint
 from norfab_hermes.identity.audit import canonical
+from norfab_hermes.identity.client import KEY_ENV
 from norfab_hermes.identity.signatures import KeyFileSigner
 from norfab_hermes.nfcli.records import export
 from norfab_hermes.routing import Hermes, Router
@@ -380,3 +382,28 @@ def test_a_proof_replayed_after_the_worker_restarts_is_refused_and_nothing_runs(
             assert len(kept) == 3 and all(w == WORKER and e > time.time() for w, e in kept), kept
         finally:
             laptop.destroy()
+
+
+def test_the_shell_signs_an_invoke_and_an_approval_with_the_configured_key(lab, keys, monkeypatch):
+    nf, base, clients = lab
+    with hermes_shell(nf) as app:
+        monkeypatch.delenv(KEY_ENV, raising=False)
+        out = " ".join(nfcli(app, 'hermes invoke spare "hello from nf"').split())
+        assert "get_agents needs a proof" in out and "ECHO: hello from nf" not in out
+        monkeypatch.setenv(KEY_ENV, str(keys["alice"].path))  # export NORFAB_HERMES_KEY=~/.ssh/id_ed25519
+        out = " ".join(nfcli(app, 'hermes invoke spare "hello from nf"').split())
+        assert "ECHO: hello from nf" in out, out
+        approval = pending(lab, keys, "fixer")
+        before = shows_users(base)
+        out = " ".join(nfcli(app, f"hermes approve {approval['approval_id']}").split())  # alice: her own run
+        assert "may not approve its own change (four eyes)" in out, out
+        assert still_pending(lab, keys, approval["approval_id"]) and shows_users(base) == before
+        monkeypatch.setenv(KEY_ENV, str(keys["bob"].path))
+        out = " ".join(nfcli(app, f'hermes approve {approval["approval_id"]} note "from nf"').split())
+        assert "approved" in out and "bob" in out, out
+    deadline = time.time() + 30
+    while shows_users(base) == before and time.time() < deadline:
+        time.sleep(0.2)
+    assert shows_users(base) == before + 1
+    runs = ok(signed(clients["vera"], keys["vera"], "get_runs", agent="spare"))["runs"]
+    assert any(r["instructions"] == "hello from nf" and r["client"] == "alice" for r in runs), runs
