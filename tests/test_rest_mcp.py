@@ -6,6 +6,7 @@ tasks meant for such clients, with honest annotations.
 """
 
 import asyncio
+import contextlib
 import time
 
 import httpx
@@ -33,10 +34,10 @@ API_TOKEN, MCP_TOKEN = "rest-token-5b8e0d", "mcp-token-77c1aa"
 HIDDEN = {"job_details", "job_list", "get_logs", "echo", "delete_fetched_files", "run_shell_cmd", "get_worker_status"}
 
 
-@pytest.fixture(scope="module")
-def lab(model, tmp_path_factory):
-    base = tmp_path_factory.mktemp("lab")
-    workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS)})
+@contextlib.contextmanager
+def rest_and_mcp(url, base, **settings):
+    """A hermes worker (``settings`` in its inventory) with NorFab's REST and MCP services in front of it."""
+    workers, files = network(["r1"], users={WORKER: hermes_worker(url, AGENTS, **settings)})
     api_port, mcp_port = free_port(), free_port()
     workers["fastapi-worker-1"] = {
         "service": "fastapi",
@@ -58,6 +59,12 @@ def lab(model, tmp_path_factory):
             )
         nf.client.run_job("fastmcp", "discover", workers="all", timeout=60)
         yield nf, base, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{mcp_port}/mcp"
+
+
+@pytest.fixture(scope="module")
+def lab(model, tmp_path_factory):
+    with rest_and_mcp(model.base_url, tmp_path_factory.mktemp("lab")) as running:
+        yield running
 
 
 def rest(url, task, **body):
@@ -171,32 +178,11 @@ def keys(tmp_path_factory):
 @pytest.fixture(scope="module")
 def signed_lab(model, keys, tmp_path_factory):
     """REST and MCP in front of a hermes worker with operators (alice asks, bob approves)."""
-    base = tmp_path_factory.mktemp("signed")
     operators = {
         n: {"keys": [keys[n].path.with_suffix(".pub").read_text()], "roles": r} for n, r in OPERATOR_ROLES.items()
     }
-    workers, files = network(["r1"], users={WORKER: hermes_worker(model.base_url, AGENTS, operators=operators)})
-    api_port, mcp_port = free_port(), free_port()
-    workers["fastapi-worker-1"] = {
-        "service": "fastapi",
-        "uvicorn": {"host": "127.0.0.1", "port": api_port},
-        "depends_on": [WORKER],
-    }
-    workers["fastmcp-worker-1"] = {
-        "service": "fastmcp",
-        "host": "127.0.0.1",
-        "port": mcp_port,
-        "authentication_enabled": True,
-        "tools": {"policy": [{"service": "hermes", "action": "allow"}, {"service": "*", "action": "reject"}]},
-        "depends_on": [WORKER],
-    }
-    with norfab(base, workers, files) as nf:
-        for service, token in (("fastapi", API_TOKEN), ("fastmcp", MCP_TOKEN)):
-            nf.client.run_job(
-                service, "bearer_token_store", kwargs={"username": "lab", "token": token}, workers="all", timeout=30
-            )
-        nf.client.run_job("fastmcp", "discover", workers="all", timeout=60)
-        yield nf, base, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{mcp_port}/mcp"
+    with rest_and_mcp(model.base_url, tmp_path_factory.mktemp("signed"), operators=operators) as running:
+        yield running
 
 
 def proof(signer, task, via, subject=None, **kwargs):
