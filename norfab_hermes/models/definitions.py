@@ -490,9 +490,9 @@ class HermesInventory(StrictModel):
     )
     delegation_key: Union[None, StrictStr] = Field(
         None,
-        description="Path of this worker's own SSH private key (Ed25519 or ECDSA, unencrypted) that signs the "
-        "questions its agents delegate to agents on other hermes workers; a worker with operators lists it as an "
-        "operator (role operator for the asked agents). None: delegated questions are unsigned",
+        description="Path of this worker's own SSH private key (Ed25519 or ECDSA, unencrypted) that signs what it "
+        "asks other hermes workers: its agents' delegated questions (role operator for the asked agents there) and "
+        "its check of the run that asks one of its agents (role viewer for the asking agent there). None: unsigned",
     )
     hermes_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING",
