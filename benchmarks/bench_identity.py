@@ -8,10 +8,11 @@ signing and verifying alone.
 Through NorFab, in one run: one NorFab with two hermes workers on the same
 scripted model, ``hermes-open`` (no operators) and ``hermes-signed``
 (operators), and the Python client's continued turns to each, interleaved,
-as ``nf# hermes invoke AGENT "..." session ID`` sends them: get_agents to
-every worker, get_session to the agent's worker, invoke. The signed turns
-sign those three requests (Ed25519 key file); the worker checks each proof
-and records its nonce. Median and p95 of each, what identity adds to them,
+as ``nf# hermes invoke AGENT "..." session ID workers WORKER`` sends them
+(the continue line the shell prints): get_agents and invoke, each to the
+agent's own worker only, so that neither kind of turn waits for the other
+worker. The signed turns sign both requests (Ed25519 key file); the worker
+checks each proof and records its nonce. Median and p95 of each, what identity adds to them,
 and the median of the paired differences (each signed turn less the
 unsigned turn next to it), which a busy machine disturbs least.
 """
@@ -32,7 +33,7 @@ from norfab_hermes.routing import Hermes
 from norfab_hermes.testing.embedded import hermes_worker, running_norfab
 
 REQUESTS = 300
-PER_TURN = 3
+PER_TURN = 3  # nf# hermes invoke AGENT "..." session ID: get_agents, get_session, invoke
 TURNS = 100  # continued turns measured with identity and as many without, interleaved
 WARM_UP = 3
 OPEN, SIGNED = "hermes-open", "hermes-signed"
@@ -82,7 +83,8 @@ def continued_turns(url: str, directory: Path) -> List[Dict[str, Any]]:
             sessions[agent] = first["result"]["session_id"]
 
         def turn(agent: str, text: str) -> None:
-            reply = hermes[agent].invoke(agent, text, session_id=sessions[agent])
+            worker = OPEN if agent == "open" else SIGNED
+            reply = hermes[agent].invoke(agent, text, session_id=sessions[agent], workers=worker)
             if reply["failed"]:
                 raise RuntimeError(f"{agent}: {reply['errors']}")
 
@@ -91,7 +93,7 @@ def continued_turns(url: str, directory: Path) -> List[Dict[str, Any]]:
                 spent = timed(lambda: turn(agent, f"again {i}"))
                 if i >= WARM_UP:
                     times[agent].append(spent * 1000)
-    note = f"{TURNS} continued turns each, interleaved, Python client via the router (3 requests a turn)"
+    note = f"{TURNS} continued turns each, interleaved, Python client via the router (2 requests a turn)"
     rows = []
     for agent, label in (("open", "without identity"), ("signed", "with identity")):
         rows.append(row("identity", f"continued turn {label}, median", median(times[agent]), "ms", note))
