@@ -8,12 +8,17 @@ and NorFab's worker module only inside the functions that need it
 """
 
 import logging
+import re
+import uuid as uuids
 from typing import Any, Dict, List, Optional
 
 from .errors import UNKNOWN_TASK, failure
 from .identity.gate import SIGNED
 
 log = logging.getLogger(__name__)
+
+NOT_IN_JOB_UUID = re.compile(r"[^A-Za-z0-9_-]+")
+JOB_UUID_PART = 32  # characters of a name kept in a tool job's UUID
 
 
 def worker_tasks() -> Dict[str, Dict[str, Any]]:
@@ -88,3 +93,17 @@ def sender_of(job: Any) -> Optional[str]:
     """The name the NorFab client that sent ``job`` gave itself (what a proof names as its client)."""
     address = getattr(job, "client_address", None)
     return address.decode(errors="replace") if isinstance(address, bytes) else address
+
+
+def tool_job_uuid(run_id: str, agent: str, operator: Optional[str]) -> str:
+    """The NorFab job UUID of a tool job a run sends: ``<run_id>.<agent>.<operator>.<12 hex>``.
+
+    A network worker's job store and log then tell apart whose job it ran. NorFab 0.25 has no
+    other place for it: a job is (uuid, client name, task, args, kwargs, timeout) on the worker,
+    the request's other fields are dropped, and args and kwargs reach the task (nornir passes
+    unknown kwargs on to the device connection, which rejects them). The client chooses the uuid
+    (``submit_job(uuid=...)``) and the worker keeps it verbatim in its job store and in every log
+    line of the job. Names are cut to letters, digits, ``_`` and ``-``.
+    """
+    parts = [NOT_IN_JOB_UUID.sub("_", str(part or "none"))[:JOB_UUID_PART] for part in (run_id, agent, operator)]
+    return ".".join([*parts, uuids.uuid4().hex[:12]])

@@ -8,16 +8,22 @@ effect: the approval still pending, no job on the nornir worker, an audit entry.
 import json
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import hermes_worker, network, network_jobs, norfab, ok, run
+from conftest import hermes_shell, hermes_worker, network, network_jobs, norfab, ok, run
+from test_shell import nfcli
 
-from norfab_hermes.identity import mint
+from norfab_hermes.identity import fingerprint, mint
+from norfab_hermes.identity.audit import canonical
+from norfab_hermes.identity.client import KEY_ENV
 from norfab_hermes.identity.signatures import KeyFileSigner
-from norfab_hermes.routing import Hermes
+from norfab_hermes.nfcli.records import export
+from norfab_hermes.routing import Hermes, Router
+from norfab_hermes.testing.embedded import worker_process
 from norfab_hermes.worker.records.audit import entry_hash
 
 pytestmark = pytest.mark.hardening
@@ -38,6 +44,20 @@ ROLES = {
     "vera": {"*": ["viewer"]},
 }
 CALL = 'CALL bounce {"FB": "r1"}'
+FIELDS = ("time", "worker", "kind", "agent", "run_id", "actor")
+CUT = "c0ffee00c0ffee00c0ffee00c0ffee00"  # the job UUID of a change fixer's run had in flight when its worker died
+CUT_CHANGE = {
+    "outcome_id": CUT,
+    "job_uuid": CUT,
+    "run_id": "run-cut",
+    "agent": "fixer",
+    "worker": WORKER,
+    "tool": "bounce",
+    "target": "nornir.cfg workers all",
+    "devices": ["r9"],
+    "started": "2026-12-01T09:00:00.000+00:00",
+    "reason": "in flight",
+}
 
 
 def keygen(directory: Path, name: str, kind: str) -> KeyFileSigner:
@@ -67,6 +87,10 @@ def lab(model, keys, tmp_path_factory):
     worker = hermes_worker(model.base_url, AGENTS, operators="nf://operators.yaml", tool_concurrency_per_worker=4)
     workers, files = network(["r1"], users={WORKER: worker})
     files["operators.yaml"] = operators_file(keys, ROLES)
+    # what a worker killed mid-change leaves: a marker of fixer's change job, an unknown outcome once it starts
+    marker = base / f"__norfab__/files/worker/{WORKER}/hermes/norfab_changes/in_flight/{CUT}.json"
+    marker.parent.mkdir(parents=True)
+    marker.write_text(json.dumps(CUT_CHANGE))
     with norfab(base, workers, files) as nf:
         clients = {name: nf.make_client(name=f"{name}-laptop") for name in keys}
         yield nf, base, clients
@@ -147,6 +171,12 @@ def test_a_client_named_after_an_approver_without_the_key_is_refused_and_nothing
     while shows_users(base) == before and time.time() < deadline:
         time.sleep(0.2)
     assert shows_users(base) == before + 1
+    # the tool job names, in the nornir worker's own job store, the run, its agent and its operator
+    with sqlite3.connect(base / "__norfab__/files/worker/nornir-worker-1/nornir-worker-1.db") as db:
+        [(uuid, client)] = db.execute(
+            "SELECT uuid, client_address FROM jobs WHERE uuid LIKE ?", (f"{approval['run_id']}.%",)
+        ).fetchall()
+    assert uuid.startswith(f"{approval['run_id']}.fixer.alice.") and client.startswith(WORKER), (uuid, client)
 
 
 def test_replayed_other_arguments_expired_and_other_digest_proofs_are_refused(lab, keys):
@@ -234,6 +264,41 @@ def test_a_removed_key_stops_working_after_a_reload(lab, keys):
         ok(signed(clients["alice"], keys["alice"], "reload_operators"))
 
 
+def verify_offline(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "norfab_hermes.identity", "verify-audit", *map(str, args)],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_an_exported_audit_log_is_checked_offline_and_an_edited_signature_is_named(lab, keys, tmp_path):
+    nf, base, clients = lab
+    ok(signed(clients["alice"], keys["alice"], "invoke", agent="spare", instructions="for the record"))
+    exported = tmp_path / "hermes-audit.jsonl"
+    export(Router(clients["vera"], signer=keys["vera"]), WORKER, {}, exported)  # nf# hermes audit export file ...
+    lines = exported.read_text().splitlines()
+    checked = verify_offline(exported, "--operators", base / "operators.yaml")
+    assert checked.returncode == 0 and f"{len(lines)} entries, intact" in checked.stdout, checked
+    # alice's run, its signature swapped for mallory's over the same claim, the hashes left as they were
+    at = next(n for n, line in enumerate(lines) if '"run.started"' in line and "for the record" in line)
+    entry = json.loads(lines[at])
+    entry["data"]["signed"]["signature"] = keys["mallory"].sign(entry["data"]["signed"]["claim"].encode())
+    lines[at] = json.dumps(entry)
+    exported.write_text("\n".join(lines) + "\n")
+    checked = verify_offline(exported, "--operators", base / "operators.yaml")
+    seq = entry["seq"]
+    assert checked.returncode == 1, checked
+    assert f"entry {seq} was edited: its hash does not match its content" in checked.stdout
+    assert f"entry {seq}: signed by key {fingerprint(keys['mallory'].public_blob)}, not the" in checked.stdout
+    # rehashed too (an intruder who rebuilds the chain of the file): the signature still names it
+    entry["hash"] = entry_hash(entry["prev"], seq, *[entry[k] for k in FIELDS], canonical(entry["data"]))
+    lines[at] = json.dumps(entry)
+    exported.write_text("\n".join(lines[: at + 1]) + "\n")
+    checked = verify_offline(exported, "--operators", base / "operators.yaml")
+    assert checked.returncode == 1 and checked.stdout.splitlines()[0].startswith(f"entry {seq}: signed by key")
+
+
 def test_audit_entries_keep_the_signature_and_verify_audit_names_a_forged_one(lab, keys):
     nf, _, clients = lab
     decided = [e for e in audit(lab, keys, "approval.decided") if e["actor"] == "bob"]
@@ -268,3 +333,77 @@ def test_audit_entries_keep_the_signature_and_verify_audit_names_a_forged_one(la
     checked = ok(signed(clients["vera"], keys["vera"], "verify_audit"))
     assert not checked["ok"]
     assert any(p.startswith(f"entry {seq}: signed by key") for p in checked["problems"]), checked["problems"]
+
+
+def test_an_approver_of_another_agent_may_not_acknowledge_an_outcome_and_nothing_is_acknowledged(lab, keys):
+    nf, _, clients = lab
+
+    def unknown():
+        return ok(signed(clients["vera"], keys["vera"], "get_status"))["changes"]["outcome_unknown"]
+
+    assert [u["outcome_id"] for u in unknown()] == [CUT]
+    # carol approves for agent 'twice' only; the outcome is fixer's, whatever agent the request names
+    res = signed(clients["carol"], keys["carol"], "acknowledge_outcome", outcome_id=CUT, note="looked fine")
+    refused(res, "operator 'carol' may not acknowledge the change of unknown outcome")
+    assert "needs role approver for agent 'fixer'" in res["errors"][0]
+    res = signed(clients["vera"], keys["vera"], "acknowledge_outcome", outcome_id=CUT)
+    refused(res, "operator 'vera' may not acknowledge_outcome: it needs role approver")
+    assert [u["outcome_id"] for u in unknown()] == [CUT] and unknown()[0]["acknowledged"] is None
+    assert not audit(lab, keys, "change.acknowledged")
+    assert [e["actor"] for e in audit(lab, keys, "approval.refused") if e["agent"] == "fixer"][-1] == "carol"
+    # an approver of fixer acknowledges it
+    done = ok(signed(clients["bob"], keys["bob"], "acknowledge_outcome", outcome_id=CUT, note="r9 checked"))
+    assert (done["acknowledged_by"], done["note"]) == ("bob", "r9 checked") and not unknown()
+    [entry] = audit(lab, keys, "change.acknowledged")
+    assert entry["actor"] == "bob" and entry["data"]["signed"]["operator"] == "bob"
+
+
+def test_a_proof_replayed_after_the_worker_restarts_is_refused_and_nothing_runs(model, keys, tmp_path):
+    alice = {"keys": [keys["alice"].path.with_suffix(".pub").read_text()], "roles": {"*": ["operator"]}}
+    worker = hermes_worker(model.base_url, {"echo": {"instructions": "You echo."}}, operators={"alice": alice})
+    with norfab(tmp_path, {WORKER: worker}, {}, separate=(WORKER,)) as nf:
+        laptop = nf.make_client(name="alice-laptop")
+        try:
+            kwargs = {"agent": "echo", "instructions": "once only"}
+            proof = mint(keys["alice"], "invoke", [WORKER], kwargs, laptop.name)
+            listing = mint(keys["alice"], "get_runs", [WORKER], {"agent": "echo"}, laptop.name)
+            with worker_process(nf, WORKER):
+                assert ok(run(laptop, "invoke", WORKER, proof=proof, **kwargs))["response"] == "ECHO: once only"
+                refused(run(laptop, "invoke", WORKER, proof=proof, **kwargs), "used already (replayed)")
+            # a restart within the proof's lifetime: the worker's records still hold its nonce
+            with worker_process(nf, WORKER):
+                refused(run(laptop, "invoke", WORKER, proof=proof, **kwargs), "used already (replayed)")
+                runs = ok(run(laptop, "get_runs", WORKER, proof=listing, agent="echo"))["runs"]
+                assert [r["instructions"] for r in runs] == ["once only"], "the replay ran nothing"
+                status = mint(keys["alice"], "get_status", [WORKER], {}, laptop.name)
+                home = Path(ok(run(laptop, "get_status", WORKER, proof=status))["hermes_home"])
+            with sqlite3.connect(home / "norfab_records.db") as db:
+                kept = db.execute("SELECT worker, expires FROM proof_nonces").fetchall()
+            assert len(kept) == 3 and all(w == WORKER and e > time.time() for w, e in kept), kept
+        finally:
+            laptop.destroy()
+
+
+def test_the_shell_signs_an_invoke_and_an_approval_with_the_configured_key(lab, keys, monkeypatch):
+    nf, base, clients = lab
+    with hermes_shell(nf) as app:
+        monkeypatch.delenv(KEY_ENV, raising=False)
+        out = " ".join(nfcli(app, 'hermes invoke spare "hello from nf"').split())
+        assert "get_agents needs a proof" in out and "ECHO: hello from nf" not in out
+        monkeypatch.setenv(KEY_ENV, str(keys["alice"].path))  # export NORFAB_HERMES_KEY=~/.ssh/id_ed25519
+        out = " ".join(nfcli(app, 'hermes invoke spare "hello from nf"').split())
+        assert "ECHO: hello from nf" in out, out
+        approval = pending(lab, keys, "fixer")
+        before = shows_users(base)
+        out = " ".join(nfcli(app, f"hermes approve {approval['approval_id']}").split())  # alice: her own run
+        assert "may not approve its own change (four eyes)" in out, out
+        assert still_pending(lab, keys, approval["approval_id"]) and shows_users(base) == before
+        monkeypatch.setenv(KEY_ENV, str(keys["bob"].path))
+        out = " ".join(nfcli(app, f'hermes approve {approval["approval_id"]} note "from nf"').split())
+        assert "approved" in out and "bob" in out, out
+    deadline = time.time() + 30
+    while shows_users(base) == before and time.time() < deadline:
+        time.sleep(0.2)
+    assert shows_users(base) == before + 1
+    runs = ok(signed(clients["vera"], keys["vera"], "get_runs", agent="spare"))["runs"]
+    assert any(r["instructions"] == "hello from nf" and r["client"] == "alice" for r in runs), runs

@@ -133,7 +133,18 @@ def test_demo_investigates_the_lab_and_quotes_device_output():
     # interfaces: evidence from r1's device model (examples/lab/fakenos/nos/r1.yaml)
     assert "GigabitEthernet0/2     192.0.2.1       YES NVRAM  down                  down" in out
     assert "1204 input errors, 1187 CRC, 0 frame, 0 overrun, 0 ignored" in out
-    assert "operator: yes" in out
+    # identity on: noc asks, and its change waits for another operator, lead (four eyes)
+    assert (
+        out.count(
+            "identity: requests must be signed by an operator's SSH key (4: hermes-worker-1, hermes-worker-2, lead, noc)"
+        )
+        == 2
+    )
+    assert (
+        re.search(r"nf# hermes approve \w+ +\(operator lead, with lead's key: four eyes\)", out)
+        and "approved by lead" in out
+    )
+    assert re.search(r"tool bounce_interface completed, job \w{12}\.interfaces\.noc\.\w{12}", out), out
     assert "tool bounce_interface completed" in out
     assert "open a field ticket for customer ACME-7 access, circuit ACM-00731" in out
     # routing, asked by interfaces on the other worker process: r3's route via r2 and the MTU mismatch

@@ -47,3 +47,31 @@ def test_an_unknown_task_answers_one_line():
     assert result.errors == [result.messages[0]]
     assert "task 'no_such_task' is not a task of service 'hermes'" in result.errors[0]
     assert "no_such_task" not in norfab_compat.worker_tasks(), "a lookup registered the unknown task"
+
+
+def test_a_job_uuid_is_the_clients_choice_kept_verbatim_and_the_only_field_beside_the_tasks_arguments():
+    """Why a tool job's UUID names its run, agent and operator (norfab_compat.tool_job_uuid)."""
+    import norfab.core.worker as worker
+    from norfab.core.client import NFPClient
+
+    assert "uuid = uuid or uuid4().hex" in inspect.getsource(NFPClient.submit_job)
+    post = inspect.getsource(worker._post)
+    assert 'uuid=suuid.decode("utf-8")' in post
+    # the request's fields a worker keeps: task, args, kwargs, timeout (args and kwargs reach the task)
+    assert {f for f in ("task", "args", "kwargs", "timeout") if f'data.get("{f}"' in post} == {
+        "task",
+        "args",
+        "kwargs",
+        "timeout",
+    }
+    assert post.count("data.get(") == 4
+    assert "Processing job request {uuid}" in inspect.getsource(worker.NFPWorker.run_next_job)
+
+
+def test_a_tool_job_uuid_names_run_agent_and_operator_in_safe_characters():
+    from norfab_hermes.norfab_compat import tool_job_uuid
+
+    first, second = tool_job_uuid("7c0a52f1d9e3", "fixer", "alice"), tool_job_uuid("7c0a52f1d9e3", "fixer", "alice")
+    assert first.startswith("7c0a52f1d9e3.fixer.alice.") and first != second
+    assert tool_job_uuid("r1", "a", "nfcli 1/x.y").split(".")[2] == "nfcli_1_x_y"
+    assert tool_job_uuid("r1", "a", None).split(".")[2] == "none"

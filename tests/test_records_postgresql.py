@@ -155,7 +155,16 @@ def test_the_move_from_sqlite_keeps_every_run_and_the_audit_chain_verifies(dsn, 
     assert move.main([str(other.path), "--dsn-env", ENV, "--without-audit"]) == 0
 
 
-SHARED_TABLES = ("runs", "run_details", "approvals", "audit", "audit_anchor", "usage", "schedule_occurrences")
+SHARED_TABLES = (
+    "runs",
+    "run_details",
+    "approvals",
+    "audit",
+    "audit_anchor",
+    "usage",
+    "schedule_occurrences",
+    "proof_nonces",
+)
 
 
 def test_the_sqlite_tables_and_the_postgresql_migrations_define_the_same_columns(dsn, tmp_path):
@@ -175,3 +184,18 @@ def test_the_sqlite_tables_and_the_postgresql_migrations_define_the_same_columns
             ours = {(row["name"], bool(row["notnull"] or row["pk"])) for row in info}
             assert ours == set(theirs), f"table {table}: SQLite {sorted(ours)} against PostgreSQL {sorted(theirs)}"
     lite.close()
+
+
+def test_a_proof_nonce_is_shared_by_the_fleet(dsn, tmp_path):
+    """A proof one worker took is refused by another worker of the record as a job of its own."""
+    w1, w2 = Records(tmp_path / "1", "w1", SETTINGS), Records(tmp_path / "2", "w2", SETTINGS)
+    try:
+        now = time.time()
+        assert w1.first_use("n1", "J1", now + 60, now) is None
+        assert w2.first_use("n1", "J1", now + 60, now) is None, "one job sent to both: each takes it once"
+        assert "used already (replayed)" in w2.first_use("n1", "J1", now + 60, now)
+        w1.first_use("n3", "J3", now + 60, now)
+        assert "used already by worker 'w1' for another job" in w2.first_use("n3", "J4", now + 60, now)
+    finally:
+        w1.close()
+        w2.close()

@@ -18,19 +18,31 @@ OpenAI-compatible provider instead, set:
     NORFAB_HERMES_API_KEY_ENV  name of the variable holding the key, e.g. OPENROUTER_API_KEY
     NORFAB_HERMES_PROVIDER     Hermes provider slug (default: custom)
 
-The demo answers the agent's approval request itself ("yes"); in the
-interactive shell (make shell) you are asked. The scheduled check runs with
-nobody to ask: its remediation stays approval-gated, so it reports and
-recommends and never changes a device on its own.
+Identity is on: the demo makes the lab's operators' keys under identity/
+(never in ~/.ssh; git ignores them) and the operators file the hermes
+workers read. The demo signs as operator noc (NORFAB_HERMES_KEY), and the
+agent's change waits for another operator (four eyes): the demo approves it
+as lead, with lead's key. hermes-worker-1 signs what it asks the routing
+agent on hermes-worker-2 with a key of its own (delegation_key). The
+scheduled check runs with nobody to ask: its remediation stays
+approval-gated, so it reports and recommends and never changes a device on
+its own.
 """
 
 import os
+import re
 import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Dict
 
+import yaml
+
+from norfab_hermes.identity.client import KEY_ENV, configured_signer, signed
+from norfab_hermes.identity.keys import new_key
+from norfab_hermes.identity.signatures import signer_for
+from norfab_hermes.routing import Hermes
 from norfab_hermes.testing.embedded import free_port, remote_worker, started
 from norfab_hermes.testing.scenario import Scenario
 from norfab_hermes.testing.scripted_model import ScriptedModel, ScriptedModelServer
@@ -39,11 +51,37 @@ LAB = Path(__file__).resolve().parent
 WORKER = "hermes-worker-1"
 CORE = "hermes-worker-2"  # started from LAB / "core", as on a host of its own
 WORKERS = ["fakenos-worker-1", "nornir-worker-1", WORKER]
+IDENTITY = LAB / "identity"  # the lab's operators' keys and operators file, made here (git ignores them)
+IDENTITY_ENV = "NORFAB_HERMES_LAB_IDENTITY"  # the lab's inventory names its operators when this is set
+OPERATORS = {
+    "noc": {"*": ["operator", "admin"]},  # asks the agents (the demo's and the shell's client)
+    "lead": {"*": ["approver"]},  # approves their changes: four eyes
+    WORKER: {"routing": ["operator"]},  # hermes-worker-1's own key: the questions it delegates
+    CORE: {"interfaces": ["viewer"]},  # hermes-worker-2's own key: it reads the asking run to confirm a question
+}
+APPROVAL = re.compile(r"waiting for approval (\w+):")
 QUESTIONS = [
     ("interfaces", "Check interfaces on r1"),
     # interfaces checks r3 itself and asks the routing agent on the core worker why
     ("interfaces", "Users behind r3 say r1's loopback 10.0.0.1 is slow"),
 ]
+
+
+def lab_identity() -> Path:
+    """The lab's operators: their keys (made once), the file the hermes workers read; this process signs as noc."""
+    operators = {
+        name: {"keys": [new_key(IDENTITY / name, f"{name}@norfab-hermes-lab")], "roles": roles}
+        for name, roles in OPERATORS.items()
+    }
+    (IDENTITY / "operators.yaml").write_text(yaml.safe_dump(operators, sort_keys=False))
+    os.environ[IDENTITY_ENV] = str(IDENTITY)
+    os.environ[KEY_ENV] = str(IDENTITY / "noc")
+    return IDENTITY
+
+
+def job(client: Any, task: str, kwargs: Dict[str, Any], worker: str = WORKER) -> Dict[str, Any]:
+    """A hermes job's arguments, signed by this process's operator (NORFAB_HERMES_KEY)."""
+    return signed(configured_signer(), client.name, task, [worker], kwargs)
 
 
 def scripted_model() -> ScriptedModelServer:
@@ -63,23 +101,23 @@ def is_step(message: str) -> bool:
     return message != "starting" and not (words[0] == "tool" and len(words) > 1 and words[1].endswith(":"))
 
 
-def ask(client: Any, agent: str, question: str) -> dict:
-    """One interactive invoke: print its events as they come, approve what it asks."""
+def ask(client: Any, lead: Hermes, agent: str, question: str) -> dict:
+    """One interactive invoke: print its events as they come; lead approves the change it asks for."""
     print(f'\nnf# hermes invoke {agent} "{question}"\n')
-    future = client.submit_job(
-        "hermes",
-        "invoke",
-        kwargs={"agent": agent, "instructions": question, "interactive": True},
-        workers=WORKER,
-        timeout=300,
-    )
+    kwargs = {"agent": agent, "instructions": question, "interactive": True}
+    future = client.submit_job("hermes", "invoke", kwargs=job(client, "invoke", kwargs), workers=WORKER, timeout=300)
     for event in future.events(timeout=300):
         request = (event.get("extras") or {}).get("input_request")
-        if event.get("event_type") == "input_request" and request:
+        if event.get("event_type") == "input_request" and request:  # a lab without operators asks inline
             print(f"  ? {request['question']}\n  operator: yes")
             future.send_response(input_id=request["id"], value=True, worker=WORKER)
         elif event.get("event_type") == "progress" and event.get("task") == "invoke" and is_step(event["message"]):
             print(f"  {event['message']}")
+            waiting = APPROVAL.match(event["message"])
+            if waiting:
+                print(f"  nf# hermes approve {waiting.group(1)}    (operator lead, with lead's key: four eyes)")
+                [answer] = lead.approve(waiting.group(1), note="demo: lead checked the change").values()
+                print(f"  {answer['result']['state']} by {answer['result']['decided_by']}")
     reply = future.result(timeout=60)[WORKER]
     if reply["failed"]:
         raise SystemExit(f"{agent} failed: {reply['errors']}")
@@ -112,7 +150,8 @@ SCHEDULE = {"name": "r1-interfaces", "prompt": "Check interfaces on r1", "schedu
 
 
 def schedule(client: Any, **kwargs: Any) -> dict:
-    reply = client.run_job("hermes", "schedule", kwargs={"agent": "interfaces", **kwargs}, workers=WORKER, timeout=60)
+    kwargs = job(client, "schedule", {"agent": "interfaces", **kwargs})
+    reply = client.run_job("hermes", "schedule", kwargs=kwargs, workers=WORKER, timeout=60)
     if reply[WORKER]["failed"]:
         raise SystemExit(f"schedule {kwargs['action']} failed: {reply[WORKER]['errors']}")
     return reply[WORKER]["result"]
@@ -150,22 +189,36 @@ def scheduled_check(client: Any) -> None:
     print(f"\n  the schedule is paused now: nf# hermes resume interfaces schedule {SCHEDULE['name']}")
 
 
+def investigate(client: Any, lead: Hermes) -> None:
+    """Both workers ready, the two questions, the scheduled check."""
+    for worker in (WORKER, CORE):
+        reply = client.run_job("hermes", "get_status", kwargs=job(client, "get_status", {}, worker), workers=worker)
+        result = reply[worker]
+        if result["failed"] or not result["result"]["ready"]:
+            raise SystemExit(f"{worker} not ready: {result['errors'] or result['result']['errors']}")
+        status = result["result"]
+        print(f"agents on {worker} (pid {status['pid']}): {', '.join(status['agents'])}")
+        print(f"  identity: {status['identity']}")
+    for agent, question in QUESTIONS:
+        report(ask(client, lead, agent, question))
+    scheduled_check(client)
+
+
 def main() -> None:
     model = None if os.environ.get("NORFAB_HERMES_BASE_URL") else scripted_model()
     where = "scripted model (scenarios/demo.yaml)" if model else os.environ["NORFAB_HERMES_BASE_URL"]
     print(f"model: {where}\nstarting NorFab lab from {LAB / 'inventory.yaml'} ...")
+    folder = lab_identity()
+    print(f"identity on: operators {', '.join(OPERATORS)} (keys in {folder}); this client signs as noc")
     try:
         with started(LAB / "inventory.yaml", WORKERS) as nf:
             print(f"starting {CORE} as its own process: cd {LAB / 'core'} && nfcli -i inventory.yaml -w")
             with remote_worker(nf, CORE, LAB / "core"):
-                for worker in (WORKER, CORE):
-                    status = nf.client.run_job("hermes", "get_status", workers=worker, timeout=60)[worker]["result"]
-                    if not status["ready"]:
-                        raise SystemExit(f"{worker} not ready: {status['errors']}")
-                    print(f"agents on {worker} (pid {status['pid']}): {', '.join(status['agents'])}")
-                for agent, question in QUESTIONS:
-                    report(ask(nf.client, agent, question))
-                scheduled_check(nf.client)
+                lead_desk = nf.make_client(name="lead-desk")  # the second operator's client
+                try:
+                    investigate(nf.client, Hermes(lead_desk, signer=signer_for(folder / "lead")[0]))
+                finally:
+                    lead_desk.destroy()
                 print("\nshutting down ...")
     finally:
         if model:

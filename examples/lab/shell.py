@@ -16,6 +16,11 @@ core/inventory.yaml, as on another host. The scripted model follows the demo
     nf# hermes chat routing
     nf# hermes invoke service "Customer A cannot reach their application. Find where it breaks."
     nf# hermes invoke change "Can we take core1 out of service tonight for its software upgrade?"
+
+Identity is on, as in the demo: this shell signs as operator noc with the
+key the lab made under identity/. A change an agent asks for waits in the
+inbox for another operator, lead (four eyes): approve it as lead over REST,
+see docs/quick-start.md.
 """
 
 import os
@@ -27,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-from demo import LAB
+from demo import LAB, lab_identity
 from norfab.clients.nfcli_shell.nfcli_shell_client import start_picle_shell
 
 from norfab_hermes.testing.embedded import broker_shared_key
@@ -67,6 +72,7 @@ if __name__ == "__main__":
         scenario = Scenario.from_files([str(LAB / "scenarios" / "demo.yaml"), *map(str, playbooks)])
         model = ScriptedModelServer(ScriptedModel(scenario=scenario), port=8400)
         model.start()
+    lab_identity()  # operators on: this shell signs as noc (NORFAB_HERMES_KEY); lead approves its changes
     core: list = []
     threading.Thread(target=start_core_worker, args=(core,), daemon=True).start()
     try:

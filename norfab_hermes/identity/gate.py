@@ -4,11 +4,12 @@ worker's inventory. Pure logic (no NorFab, no Hermes): the worker calls
 ``check`` before a task runs and refuses the task with the reason it raises.
 """
 
+import logging
 import threading
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..models import OperatorDefinition
 from . import proof as proofs
@@ -16,6 +17,9 @@ from .roles import UNSIGNED, holds, role_of
 from .signatures import SignatureError, fingerprint, key_blob, verify
 
 CLOCK_SKEW = 30.0  # seconds a client's clock may run ahead of the worker's
+REPLAYED = "proof: this proof was used already (replayed); sign each request anew"
+
+log = logging.getLogger(__name__)
 
 
 class ProofRefused(Exception):
@@ -57,6 +61,9 @@ class IdentityGate:
         self.worker = worker
         self._lock = threading.Lock()
         self._nonces: Dict[str, float] = {}
+        # the worker's records, where nonces outlive a restart (and meet the fleet's): (nonce, job, expires, now)
+        # -> why the nonce was taken already, or None; without it they live in memory only
+        self.nonces: Optional[Callable[[str, str, float, float], Optional[str]]] = None
         self.closed: Optional[str] = None  # why every request is refused: operators named but unreadable
         self.load(operators)
 
@@ -88,8 +95,12 @@ class IdentityGate:
         client: Optional[str],
         proof: Optional[str],
         now: Optional[float] = None,
+        job: str = "",
     ) -> Optional[Verified]:
-        """The verified operator of a request, None when identity is off or the task is unsigned; else ProofRefused."""
+        """The verified operator of a request, None when identity is off or the task is unsigned; else ProofRefused.
+
+        ``job`` is the NorFab job's UUID: one job sent to several workers carries one proof.
+        """
         if not self.enabled or task in UNSIGNED:
             return None
         if self.closed is not None:
@@ -115,8 +126,8 @@ class IdentityGate:
         problem = self._claim_problem(claim, task, kwargs, client, now)
         if problem is None:
             problem = self._role_problem(operator, task, kwargs.get("agent"))
-        if problem is None and not self._first_use(claim.nonce, claim.expires, now):
-            problem = "proof: this proof was used already (replayed); sign each request anew"
+        if problem is None:
+            problem = self._first_use(claim.nonce, claim.expires, now, job)
         if problem:
             raise ProofRefused(problem, operator, key)
         return Verified(operator, key, signature, message.decode(), claim.subject)
@@ -162,11 +173,20 @@ class IdentityGate:
             return None
         return f"operator '{operator}' may not {what}: it needs role {role} for agent '{agent}' (operators.{operator}.roles)"
 
-    def _first_use(self, nonce: str, expires: float, now: float) -> bool:
+    def _first_use(self, nonce: str, expires: float, now: float, job: str) -> Optional[str]:
+        """Why the nonce may not be taken (replayed), or None: this worker's memory, then its records."""
         with self._lock:
             for old in [n for n, until in self._nonces.items() if until <= now]:
                 del self._nonces[old]
             if nonce in self._nonces:
-                return False
+                return REPLAYED
             self._nonces[nonce] = expires
-            return True
+        if self.nonces is None:
+            return None
+        try:
+            return self.nonces(nonce, job, expires, now)
+        except Exception as error:  # a nonce that cannot be recorded could be replayed: refuse (fail closed)
+            log.error(f"{self.worker} - Could not record a proof's nonce: {error!r}")
+            return (
+                f"proof: worker '{self.worker}' could not record the proof's nonce ({type(error).__name__}); try again"
+            )

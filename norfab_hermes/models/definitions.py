@@ -489,6 +489,12 @@ class HermesInventory(StrictModel):
         "public keys and roles per agent pattern. Once any is set, every task but get_version needs a request "
         "signed by an operator's key (docs/safety.md#operators-and-keys); none: any NorFab client can act",
     )
+    delegation_key: Union[None, StrictStr] = Field(
+        None,
+        description="Path of this worker's own SSH private key (Ed25519 or ECDSA, unencrypted) that signs what it "
+        "asks other hermes workers: its agents' delegated questions (role operator for the asked agents there) and "
+        "its check of the run that asks one of its agents (role viewer for the asking agent there). None: unsigned",
+    )
     hermes_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING",
         description="Level of Hermes' own log files (agent.log, gateway.log); INFO records every turn's steps "

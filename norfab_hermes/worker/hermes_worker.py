@@ -183,6 +183,7 @@ class HermesWorker(
             self.name, root, inventory, agents, errors, client=self.client, definition_of=self._inventory_definition
         )
         host.approvals.identity = self.identity
+        self.identity.nonces = host.records.first_use  # a proof's nonce outlives a restart (and meets the fleet's)
         return host
 
     def _load_reference(self, name: str, reference: AgentReference) -> AgentDefinition:

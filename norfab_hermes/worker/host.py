@@ -45,7 +45,7 @@ from .runs.storm import Storm, unshared
 from .schedules.ticker import Schedules
 from .sessions.store import Sessions
 from .tools.change import ChangeRunner
-from .tools.delegation import Delegator
+from .tools.delegation import Delegator, delegation_signer
 from .tools.records import RecordsReader
 from .tools.runner import ToolRunner
 from .tools.specs import ToolSpec
@@ -103,7 +103,7 @@ class HermesHost(HostOperations):
             worker_name, self.catalog, self.runtime, self.runs, self.tools, definition_of or self.catalog.require
         )
         self.approvals = ApprovalInbox(worker_name, self.records)
-        self.delegator = Delegator(client, worker_name, self.catalog.secrets)
+        self.delegator = Delegator(client, worker_name, self.catalog.secrets, delegation_signer(inventory))
         self.pipeline = RunPipeline(
             worker_name,
             inventory,

@@ -85,9 +85,16 @@ class HostOperations:
         return self.changes.status({name: self.change_policy(name) for name in self.catalog.agents}, agent)
 
     def require_approver(self, agent: str, by: Optional[str], what: str) -> None:
-        """An agent with approvers lets only them undo its change safety (a breaker, an unknown outcome)."""
+        """An agent with approvers lets only them undo its change safety (a breaker, an unknown outcome).
+
+        With operators, ``by`` (the verified operator) must also hold role approver for ``agent``: the
+        agent the breaker or the outcome belongs to, whatever the request named.
+        """
         definition = self.catalog.agents.get(agent)
         refusal = approver_refusal(definition.approvers if definition else [], by, f"{what} of agent '{agent}'", agent)
+        identity = self.approvals.identity
+        if refusal is None and identity is not None:
+            refusal = identity.refusal(by, "approver", agent, f"{what} of agent '{agent}'")
         if refusal:
             self.records.note("approval.refused", agent=agent, actor=by, what=what)
             raise NotAllowed(refusal)

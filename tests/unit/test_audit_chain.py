@@ -4,16 +4,22 @@ import sqlite3
 
 import pytest
 
+from norfab_hermes.identity.audit import verify_export
 from norfab_hermes.worker.records import audit
 from norfab_hermes.worker.records.db import Database
 from norfab_hermes.worker.records.schema import SqliteSchema
 
 
+def database(path):
+    """A worker's SQLite record at ``path``, its tables as the migrations define them."""
+    tables = SqliteSchema()
+    return Database(path, [tables.tables_script()], [tables.upgrade])
+
+
 @pytest.fixture
 def log(tmp_path):
     """A database with five entries: run.started, three tool calls, run.ended."""
-    tables = SqliteSchema()
-    db = Database(tmp_path / "records.db", [tables.tables_script()], [tables.upgrade])
+    db = database(tmp_path / "records.db")
     with db.transaction() as tx:
         audit.append(tx, "w1", "run.started", "alpha", "r1", "noc", {"instructions": "check r1"})
         for n in range(3):
@@ -96,3 +102,25 @@ def test_pages_follow_each_other_and_filter(log):
     assert [e.seq for e in second.entries] == [3, 4, 5] and second.next_after is None
     assert [e.data["job_uuid"] for e in calls.entries] == ["J0", "J1", "J2"]
     assert len(by_actor.entries) == 5
+
+
+def exported(db):
+    """The log as ``hermes audit export`` writes it: one entry a line."""
+    with db.reading() as tx:
+        return [entry.model_dump_json() for entry in audit.page(tx, 0, 100).entries]
+
+
+def test_an_exported_log_is_checked_offline_chain_by_chain(log, tmp_path):
+    """Two records' chains one after the other verify; an edit, a removed line and a bad line are each named."""
+    other = database(tmp_path / "other.db")
+    with other.transaction() as tx:
+        audit.append(tx, "w2", "run.started", "beta", "r9", "ops", {"instructions": "check r9"})
+    lines = exported(log) + exported(other)
+    assert verify_export(lines) == (6, [])
+    edited = lines[:1] + [lines[1].replace('"J0"', '"J7"')] + lines[3:] + ["not json"]
+    count, problems = verify_export(edited)
+    assert count == 5 and problems[:2] == [
+        "entry 2 was edited: its hash does not match its content",
+        "entries 3 to 3 are missing (deleted)",
+    ]
+    assert problems[2].startswith("line 6: not an audit entry")

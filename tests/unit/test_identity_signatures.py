@@ -82,3 +82,39 @@ def test_the_gate_checks_every_field_of_the_claim(tmp_path):
         gate.check("invoke", args, "c1", mint(alice, "invoke", ["w1"], args, "c1"))
     gate.load({})
     assert gate.check("invoke", args, "c1", None) is None  # no operators: as before
+
+
+def test_a_worker_signs_what_it_asks_another_worker_with_its_own_key(tmp_path):
+    """delegation_key: the asked worker's gate takes the job as the asking worker's operator; no key, no proof."""
+    from types import SimpleNamespace
+
+    from norfab_hermes.errors import InventoryError
+    from norfab_hermes.identity.keys import new_key
+    from norfab_hermes.worker.tools.delegation import Delegator, delegation_signer
+
+    sent = []
+
+    class Client:
+        name = "hermes-worker-1-NFPClient"
+
+        def submit_job(self, service, task, kwargs, workers, timeout):
+            sent.append((task, kwargs, workers))
+
+    line = new_key(tmp_path / "w1", "hermes-worker-1")
+    signer = delegation_signer(SimpleNamespace(delegation_key=str(tmp_path / "w1")))
+    asked = IdentityGate(
+        "hermes-worker-2", {"hermes-worker-1": OperatorDefinition(keys=[line], roles={"routing": ["operator"]})}
+    )
+    Delegator(Client(), "hermes-worker-1", list, signer).submit("invoke", "hermes-worker-2", {"agent": "routing"}, 10)
+    Delegator(Client(), "hermes-worker-1", list).submit("invoke", "hermes-worker-2", {"agent": "routing"}, 10)
+    (task, kwargs, workers), (_, unsigned, _) = sent
+    proof = kwargs.pop("proof")
+    assert asked.check(task, kwargs, Client.name, proof, job="J1").operator == "hermes-worker-1"
+    assert "proof" not in unsigned and workers == ["hermes-worker-2"]
+    with pytest.raises(ProofRefused, match="needs role operator for agent 'bgp'"):
+        asked.check(
+            "invoke", {"agent": "bgp"}, Client.name, mint(signer, "invoke", workers, {"agent": "bgp"}, Client.name)
+        )
+    assert delegation_signer(SimpleNamespace(delegation_key=None)) is None
+    with pytest.raises(InventoryError, match="delegation_key:"):
+        delegation_signer(SimpleNamespace(delegation_key=str(tmp_path / "missing")))

@@ -252,3 +252,21 @@ def test_pruning_runs_at_most_hourly(records, monkeypatch):
     monkeypatch.setattr(store_module, "PRUNE_INTERVAL", 0.0)
     records.prune_now_and_then()
     assert pruned == [1]
+
+
+def test_a_proof_nonce_is_taken_once_per_worker_and_job_and_forgotten_when_it_expires(tmp_path):
+    """One job to two workers of one record takes the proof once each; a replay as another job is refused."""
+    w1 = Records(tmp_path, "w1", RecordsSettings())
+    w2 = Records(tmp_path, "w2", RecordsSettings())  # the same file: a record the two share
+    now = time.time()
+    assert w1.first_use("n1", "J1", now + 60, now) is None
+    assert w2.first_use("n1", "J1", now + 60, now) is None, "the fan-out's other worker"
+    assert "used already (replayed)" in w1.first_use("n1", "J1", now + 60, now)
+    assert "used already by worker 'w1' for another job" in Records(tmp_path, "w3", RecordsSettings()).first_use(
+        "n1", "J2", now + 60, now
+    )
+    assert w1.first_use("n2", "J3", now + 1, now) is None
+    w1._nonces_pruned = 0.0
+    assert w1.first_use("n3", "J4", now + 60, now + 2) is None
+    with sqlite3.connect(tmp_path / RECORDS_FILE) as db:
+        assert {n for (n,) in db.execute("SELECT nonce FROM proof_nonces")} == {"n1", "n3"}, "n2 expired and went"

@@ -11,13 +11,12 @@ host to prove the log later. Pruning old entries keeps the hash of the last
 pruned one, so the chain still starts from a known link.
 """
 
-import hashlib
 import json
 import sqlite3
 from datetime import datetime, timezone
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ...identity.audit import signature_problem
+from ...identity.audit import canonical, entry_hash, entry_problems
 from ...models import AuditEntry, AuditPage, AuditVerifyData
 
 GENESIS = "0" * 64  # the link before the first entry
@@ -29,18 +28,6 @@ COLUMNS = "seq, time, worker, kind, agent, run_id, actor, data, prev, hash"
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def entry_hash(
-    prev: str, seq: int, time: str, worker: str, kind: str, agent: Any, run_id: Any, actor: Any, data: str
-) -> str:
-    """The hash of an entry: its link to the one before and every field, unambiguously encoded."""
-    fields = [seq, time, worker, kind, agent, run_id, actor, data]
-    return hashlib.sha256(f"{prev}\n{json.dumps(fields)}".encode()).hexdigest()
-
-
-def canonical(data: Dict[str, Any]) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def anchor(db: sqlite3.Connection, name: str) -> Tuple[int, str]:
@@ -168,15 +155,7 @@ def verify(db: sqlite3.Connection, worker: str, keys: Optional[Dict[str, str]] =
     for row in _rows(db):
         seq = row["seq"]
         first = seq if first is None else first
-        if seq != expected:
-            problems.append(f"entries {expected} to {seq - 1} are missing (deleted)")
-        elif row["prev"] != prev:
-            problems.append(f"entry {seq} does not follow entry {seq - 1}: the link to it was changed")
-        fields = (row["time"], row["worker"], row["kind"], row["agent"], row["run_id"], row["actor"], row["data"])
-        if entry_hash(row["prev"], seq, *fields) != row["hash"]:
-            problems.append(f"entry {seq} was edited: its hash does not match its content")
-        if '"signed"' in row["data"] and (problem := signature_problem(seq, json.loads(row["data"]), keys)):
-            problems.append(problem)
+        problems += entry_problems(row, row["data"], expected, prev, keys)
         prev, expected, last, count = row["hash"], seq + 1, seq, count + 1
     head_seq, head_hash = anchor(db, "head")
     if head_seq and (head_seq, head_hash) != (last, prev):

@@ -17,7 +17,16 @@ from typing import Dict, List, Tuple
 
 MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 # the tables of one worker's SQLite record; run_details and usage are their key: no rowid beside it
-SQLITE_TABLES = ("runs", "run_details", "approvals", "audit", "audit_anchor", "usage", "schedule_occurrences")
+SQLITE_TABLES = (
+    "runs",
+    "run_details",
+    "approvals",
+    "audit",
+    "audit_anchor",
+    "usage",
+    "schedule_occurrences",
+    "proof_nonces",
+)
 WITHOUT_ROWID = ("run_details", "usage")
 SQLITE_TYPES = (("DOUBLE PRECISION", "REAL"), ("BYTEA", "BLOB"), ("BIGINT", "INTEGER"))
 TABLE = re.compile(r"^CREATE TABLE (\w+) \((.*)\)$", re.S)

@@ -39,7 +39,7 @@ from ...models import (
     StopReason,
     ToolCallSummary,
 )
-from . import approvals, audit, occurrences, runs, usage
+from . import approvals, audit, nonces, occurrences, runs, usage
 from .db import RECORDS_FILE, Database
 from .outbox import Outbox
 from .runs import RunRow, iso
@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PRUNE_INTERVAL = 3600.0  # seconds between retention checks while the worker runs
+NONCE_PRUNE_INTERVAL = 60.0  # seconds between deletions of expired proofs' nonces
 AUDIT_TEXT_CHARS = 1000  # of the instructions an audit entry keeps (the run record has them whole)
 CUT_NOTE = "the worker stopped (crash or kill) before the run finished; it was not resumed"
 APPROVAL_CUT_NOTE = "ended by the worker restart: its run is gone and the call was never made"
@@ -111,6 +112,7 @@ class Records:
         self.db = open_database(root, worker, settings)
         self._pruned = 0.0
         self._cases: Dict[str, Optional[str]] = {}  # run id -> case id, of this worker's runs in flight
+        self._nonces_pruned = 0.0
         self._prune_lock = threading.Lock()
         self._order = threading.RLock()  # the worker's writes, in the order they reach the record or the outbox
         self.outbox = (
@@ -336,6 +338,14 @@ class Records:
     def claim(self, group: str, agent: str, name: str, due: str) -> str:
         """The worker that runs this due occurrence of a grouped schedule (this one, when it claimed it first)."""
         return self._write(lambda db: occurrences.claim(db, group, agent, name, due, self.worker))
+
+    def first_use(self, nonce: str, job: str, expires: float, now: float) -> Optional[str]:
+        """Take a proof's nonce for this worker's ``job``; why it was taken already, or None (expired ones go)."""
+        with self.db.transaction() as db:
+            if now - self._nonces_pruned > NONCE_PRUNE_INTERVAL:
+                nonces.prune(db, now)
+                self._nonces_pruned = now
+            return nonces.first_use(db, nonce, self.worker, job, expires)
 
     # --------------------------------------------------------------- reads
 

@@ -97,7 +97,7 @@ class HermesTask(Task):
             if gate is not None and gate.enabled:
                 arguments = {k: v for k, v in kwargs.items() if k not in INJECTED}
                 try:
-                    signed = gate.check(name, arguments, sender_of(job), proof)
+                    signed = gate.check(name, arguments, sender_of(job), proof, job=getattr(job, "juuid", None) or "")
                 except ProofRefused as refused:
                     worker.refused_request(name, arguments, sender_of(job), refused)
                     return failed(str(refused), NotAllowed.code)

@@ -26,7 +26,6 @@ The call goes through these steps; any of them refuses it, with the reason:
 """
 
 import json
-import uuid as uuids
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from ...models import ChangePolicy, ChangeRecord, OutcomeUnknown, RollbackRecord
@@ -38,6 +37,7 @@ from . import payload, replies, workflow
 from .calls import CallTrace, ChangeAsk, ToolError
 from .checks import ChangeCall, Checks
 from .payload import Built
+from .runner import run_job_uuid
 from .specs import WorkflowSpec
 
 MIN_WAIT = 1.0  # seconds of the run's budget a change keeps back while it waits for a lock
@@ -154,7 +154,8 @@ class ChangeRunner:
     def send(self, call: ChangeCall, target: Any, built: Built, trace: CallTrace) -> Any:
         """Send a change job (of ``target``: the tool, or its rollback) with a marker around it; a job whose
         reply is not read has an unknown outcome."""
-        run, job = call.run, uuids.uuid4().hex
+        run = call.run
+        job = run_job_uuid(run)
         service, task, workers = target.target.service, target.target.task, target.target.workers
         devices = built.devices
         change = OutcomeUnknown(

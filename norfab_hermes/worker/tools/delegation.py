@@ -26,8 +26,12 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from ...errors import InventoryError
+from ...identity.client import signed
+from ...identity.signatures import SignatureError, signer_for
 from ...models import DelegatedRun, Lineage
 from ...norfab_compat import forget_job
 from ...safety.redact import scrub
@@ -41,6 +45,16 @@ MIN_BUDGET = 5.0  # seconds an asked run needs at the least
 JOB_SLACK = 5  # seconds between the asked run's budget and its NorFab job timeout
 WIND_DOWN = 8.0  # seconds an interrupted asked run gets to send its partial answer
 INTERRUPT_TIMEOUT = 10
+
+
+def delegation_signer(inventory: Any) -> Any:
+    """The signer of the worker's own key (``delegation_key``), or None; InventoryError when it cannot sign."""
+    if not inventory.delegation_key:
+        return None
+    try:
+        return signer_for(Path(inventory.delegation_key))[0]
+    except (SignatureError, OSError) as error:
+        raise InventoryError(f"delegation_key: {error}") from None
 
 
 @dataclass
@@ -66,10 +80,16 @@ class Child:
 class Delegator:
     """Asks other agents on behalf of the runs of one worker."""
 
-    def __init__(self, client: Any, worker_name: str, secrets: Callable[[], list]) -> None:
+    def __init__(self, client: Any, worker_name: str, secrets: Callable[[], list], signer: Any = None) -> None:
         self.client = client
         self.worker_name = worker_name
         self.secrets = secrets
+        self.signer = signer  # the worker's own key (delegation_key): signs what it asks other workers
+
+    def submit(self, task: str, worker: str, kwargs: Dict[str, Any], timeout: float) -> Any:
+        """A hermes job to one worker, signed with the worker's own key when it has one."""
+        kwargs = signed(self.signer, self.client.name, task, [worker], kwargs)
+        return self.client.submit_job("hermes", task, kwargs=kwargs, workers=[worker], timeout=timeout)
 
     def ask(
         self,
@@ -85,10 +105,10 @@ class Delegator:
         lineage = self.lineage(run, spec)
         budget = self.budget(spec, run)
         run.event(f"delegate {spec.name} asking agent '{target.agent}' on {target.workers}", resource=[spec.name])
-        future = self.client.submit_job(
-            "hermes",
+        future = self.submit(
             "invoke",
-            kwargs={
+            target.workers,
+            {
                 "agent": target.agent,
                 "instructions": question,
                 "run_timeout": budget,
@@ -96,8 +116,7 @@ class Delegator:
                 "lineage": lineage.model_dump(),
                 "case_id": run.case_id,  # the asked run works on the same case
             },
-            workers=[target.workers],
-            timeout=math.ceil(budget) + JOB_SLACK,
+            math.ceil(budget) + JOB_SLACK,
         )
         if future is None:
             raise ToolError(f"NorFab did not accept the question for agent '{target.agent}' on {target.workers}")
@@ -229,7 +248,7 @@ class Delegator:
 
     def _hermes(self, worker: str, task: str, **kwargs: Any) -> Optional[Dict[str, Any]]:
         """One short hermes task on one worker: its result, or None when it failed or nobody answered."""
-        future = self.client.submit_job("hermes", task, kwargs=kwargs, workers=[worker], timeout=INTERRUPT_TIMEOUT)
+        future = self.submit(task, worker, kwargs, INTERRUPT_TIMEOUT)
         if future is None:
             return None
         try:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 import jsonschema
 
 from ...models import ToolCallSummary, arguments_digest
-from ...norfab_compat import forget_job
+from ...norfab_compat import forget_job, tool_job_uuid
 from ...safety import commands, guards, tool_class
 from ...safety.redact import scrub
 from ..evidence import capture
@@ -45,6 +45,12 @@ def child_job_timeout(seconds: float) -> int:
     still stops waiting at its own, exact deadline.
     """
     return max(10, int(seconds) // 10 * 10)
+
+
+def run_job_uuid(run: Any) -> str:
+    """The UUID of a job ``run`` sends: it names the run, the agent and on whose behalf it runs."""
+    operator = run.client or (f"schedule-{run.schedule_id}" if run.schedule_id else None)
+    return tool_job_uuid(run.run_id, run.agent, operator)
 
 
 def _response(text: str) -> str:
@@ -265,7 +271,7 @@ class ToolRunner:
             future = self.client.submit_job(
                 target.service,
                 target.task,
-                uuid=uuid,
+                uuid=uuid or run_job_uuid(run),
                 kwargs=kwargs,
                 workers=target.workers,
                 timeout=child_job_timeout(deadline - time.time()),
