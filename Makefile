@@ -20,10 +20,11 @@ RUN := $(UV) run --frozen --no-sync
 
 env: .venv/.synced
 
-# two test processes (NorFab labs mostly wait on I/O); a module stays on one process, so its
-# lab starts once and the shipped lab's fixed ports are never used twice at a time
+# three test processes on two cores: NorFab labs mostly wait on I/O (a whole run used 150% CPU);
+# a module stays on one process, so its lab starts once; only test_lab uses the shipped lab's
+# fixed ports
 test: env
-	$(RUN) pytest -q -n 2 --dist loadfile
+	$(RUN) pytest -q -n 3 --dist loadfile
 
 # the pure logic alone, with fakes: no NorFab, no Hermes, seconds (they also run in make test)
 test-unit: env
