@@ -27,6 +27,7 @@ from norfab_hermes.errors import InventoryError, RecordsUnavailable
 from norfab_hermes.models import RecordsSettings
 from norfab_hermes.testing.postgres import new_database
 from norfab_hermes.worker.records import move, pg
+from norfab_hermes.worker.records.schema import SQLITE_TABLES
 from norfab_hermes.worker.records.store import Records
 
 ENV = "NORFAB_HERMES_TEST_PG_DSN"
@@ -155,25 +156,13 @@ def test_the_move_from_sqlite_keeps_every_run_and_the_audit_chain_verifies(dsn, 
     assert move.main([str(other.path), "--dsn-env", ENV, "--without-audit"]) == 0
 
 
-SHARED_TABLES = (
-    "runs",
-    "run_details",
-    "approvals",
-    "audit",
-    "audit_anchor",
-    "usage",
-    "schedule_occurrences",
-    "proof_nonces",
-)
-
-
 def test_the_sqlite_tables_and_the_postgresql_migrations_define_the_same_columns(dsn, tmp_path):
     """The tables are written once, in the versioned migrations; SQLite's are read from them in its
     words (records/schema.py): each column, and whether it may be empty, is the same on both."""
     lite = Records(tmp_path / "sqlite", WORKER, RecordsSettings())
     Records(tmp_path, WORKER, SETTINGS).close()
     with psycopg.connect(dsn) as db:
-        for table in SHARED_TABLES:
+        for table in SQLITE_TABLES:  # every table a worker keeps in SQLite is the fleet's too
             theirs = db.execute(
                 "SELECT column_name, is_nullable = 'NO' FROM information_schema.columns WHERE table_name = %s",
                 [table],
