@@ -109,6 +109,8 @@ def test_make_shell_in_an_80_column_terminal():
         assert rows, agents
         assert max(len(line) for line in rows) <= COLUMNS, agents
         assert re.search(r"│ hermes-worker-1 │ interfaces │ yes", agents)
+        # which agents can change the network stays in view at 80 columns (model and state go first)
+        assert re.search(r"│ hermes-worker-1 │ interfaces │ yes\s+│ bounce_interf", agents), agents
         assert re.search(r"│ hermes-worker-2 │ routing +│", agents)
 
         shell.type('hermes invoke routing "Why does traffic go through r2?"\r')

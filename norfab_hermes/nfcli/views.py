@@ -53,13 +53,14 @@ def agents_view(replies: Dict[str, dict]) -> RenderableType:
                     agent.description,
                 ]
             )
-    # changes: the tools that can change the network (they always ask for approval)
+    # changes: the tools that can change the network (they always ask for approval); on a narrow
+    # terminal it stays longest after the names: it is what an operator picks an agent by
     columns = ["worker", "agent", "available", "state", "owner", "model", "provider", "changes", "description"]
     return table(
         "hermes agents",
         columns,
         rows,
-        drop=["provider", "owner", "changes", "state", "description", "model"],
+        drop=["provider", "owner", "model", "state", "description", "changes"],
         text={"available": WRAP, "description": CLIP, "changes": CLIP},
     )
 
