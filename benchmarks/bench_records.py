@@ -18,6 +18,7 @@ from common import WORKER, invoke, median, row, timed, worker
 
 from norfab_hermes.models import (
     ApprovalInfo,
+    GetRunsInput,
     InvokeResultData,
     RecordsSettings,
     RunEvent,
@@ -139,7 +140,11 @@ def synthetic() -> List[Dict[str, Any]]:
     per_thousand = size(folder) / RUNS * 1000 / 2**20
     query = median(
         [
-            timed(lambda: records.runs(50, 0, agent="interfaces", text="r7:", since="2026-01-01T00:00:00+00:00"))
+            timed(
+                lambda: records.runs(
+                    GetRunsInput(limit=50, agent="interfaces", text="r7:", since="2026-01-01T00:00:00+00:00")
+                )
+            )
             for _ in range(5)
         ]
     )

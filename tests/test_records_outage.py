@@ -15,7 +15,7 @@ from conftest import eventually, hermes_worker, network, network_jobs, norfab, o
 from test_changes import ENABLE_PORT, PORT_STATE, call, switch
 from unit.test_records_store import ended, row
 
-from norfab_hermes.models import RecordsSettings
+from norfab_hermes.models import GetRunsInput, RecordsSettings
 from norfab_hermes.testing.postgres import new_database, stoppable_server
 from norfab_hermes.worker.records.outbox import OUTBOX_FILE
 from norfab_hermes.worker.records.store import Records
@@ -126,7 +126,7 @@ def test_a_kept_write_that_reached_the_record_before_a_crash_is_not_written_twic
         outbox.executemany("INSERT INTO outbox (seq, name, payload, durable, queued) VALUES (?, ?, ?, ?, ?)", kept)
     again = Records(tmp_path, "w-crash", settings)
     eventually(lambda: not again.outbox.waiting, "the outbox emptied again")
-    assert again.runs(10, 0).total == 1
+    assert again.runs(GetRunsInput(limit=10)).total == 1
     entries = in_record(dsn, "SELECT kind FROM audit WHERE run_id = 'crash-1' ORDER BY seq")
     assert [kind for (kind,) in entries] == ["run.started", "run.ended"]
     assert again.verify().ok

@@ -24,7 +24,7 @@ from unit.test_records_store import (  # the same behaviour on the other backend
 )
 
 from norfab_hermes.errors import InventoryError, RecordsUnavailable
-from norfab_hermes.models import RecordsSettings
+from norfab_hermes.models import GetRunsInput, RecordsSettings
 from norfab_hermes.testing.postgres import new_database
 from norfab_hermes.worker.records import move, pg
 from norfab_hermes.worker.records.schema import SQLITE_TABLES
@@ -107,7 +107,7 @@ def test_two_workers_share_runs_and_one_audit_chain(dsn, tmp_path):
     two.run_started(of(two, "w2-open"))
     two.approval(approval("a2", run_id="w2-open"), "requested")
     assert one.settle() == (["w1-open"], []), "w2's run and approval are w2's to settle"
-    page = two.runs(100, 0)
+    page = two.runs(GetRunsInput(limit=100))
     assert page.total == 42 and {r.worker for r in page.runs} == {"w1", "w2"}
     verified = two.verify()
     assert verified.ok and verified.entries == 2 * 40 + 2 + 1 + 1, verified.problems
@@ -141,7 +141,7 @@ def test_the_move_from_sqlite_keeps_every_run_and_the_audit_chain_verifies(dsn, 
     assert move.main([str(path), "--dsn-env", ENV]) == 0
     assert "30 runs" in capsys.readouterr().out
     new = Records(tmp_path, WORKER, SETTINGS)
-    assert new.runs(100, 0).total == 30 and new.run_state("r7").result.response == "all good"
+    assert new.runs(GetRunsInput(limit=100)).total == 30 and new.run_state("r7").result.response == "all good"
     assert new.approval_info("a1").decided_by == "lead" and new.spent("alpha", "2026-12-01") == (120, 0.5)
     verified = new.verify()
     assert verified.ok and verified.head == head and verified.entries == 61

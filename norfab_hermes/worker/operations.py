@@ -18,6 +18,7 @@ from ..models import (
     ChangesStatus,
     CommandResultData,
     EvidenceResultData,
+    GetRunsInput,
     HandoverMaterial,
     InterruptResultData,
     ManageAgentResultData,
@@ -155,8 +156,8 @@ class HostOperations:
     def budgets(self, agent: Optional[str] = None) -> Dict[str, AgentBudget]:
         return self.daily.budgets(self.catalog.agents, agent)
 
-    def runs_page(self, limit: int, offset: int, **filters: Any) -> RunsPage:
-        return self.runs.page(limit, offset, **filters)
+    def runs_page(self, query: GetRunsInput) -> RunsPage:
+        return self.runs.page(query)
 
     # ------------------------------------------------------ carried over
 

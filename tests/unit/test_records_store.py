@@ -7,6 +7,7 @@ import pytest
 
 from norfab_hermes.models import (
     ApprovalInfo,
+    GetRunsInput,
     InvokeResultData,
     Provenance,
     RecordsSettings,
@@ -96,7 +97,7 @@ def test_a_run_reads_back_whole_with_its_events_from_an_offset(records):
 def test_the_records_survive_a_new_connection(tmp_path):
     """What one Records wrote, another one on the same folder reads (a restarted worker)."""
     Records(tmp_path, WORKER, RecordsSettings()).run_started(row("r1"))
-    assert Records(tmp_path, WORKER, RecordsSettings()).runs(10, 0).runs[0].run_id == "r1"
+    assert Records(tmp_path, WORKER, RecordsSettings()).runs(GetRunsInput(limit=10)).runs[0].run_id == "r1"
 
 
 def test_settling_after_a_crash_ends_open_runs_and_approvals(records):
@@ -104,7 +105,7 @@ def test_settling_after_a_crash_ends_open_runs_and_approvals(records):
     records.run_started(row("r1"))
     records.tool_call("alpha", "r1", [call("J7")])
     records.approval(approval(), "requested")
-    assert records.runs(10, 0).runs[0].state == "waiting_for_approval"
+    assert records.runs(GetRunsInput(limit=10)).runs[0].state == "waiting_for_approval"
     assert records.settle() == (["r1"], ["a1"])
     state = records.run_state("r1")
     assert (state.state, state.stop_reason) == ("finished", "interrupted")
@@ -146,7 +147,7 @@ def test_runs_are_found_by_each_filter(records, filters, expected):
     records.run_ended(ended("r1"), base + 10)
     records.run_ended(ended("r3", stop_reason="token_budget"), base + 130)
     records.approval(approval(state="approved", decided_by="lead"), "decided", "lead")
-    assert [r.run_id for r in records.runs(10, 0, **filters).runs] == expected
+    assert [r.run_id for r in records.runs(GetRunsInput(limit=10, **filters)).runs] == expected
 
 
 def made(model, digest):
@@ -163,7 +164,7 @@ def test_a_run_of_a_case_names_it_and_its_provenance_in_every_record(records):
     records.approval(approval(), "requested")
     records.run_ended(ended("r1"), time.time())
     records.run_started(row("r2"))
-    state, [summary] = records.run_state("r1"), records.runs(10, 0, case_id="INC-1").runs
+    state, [summary] = records.run_state("r1"), records.runs(GetRunsInput(limit=10, case_id="INC-1")).runs
     assert (state.case_id, state.provenance) == (summary.case_id, summary.provenance) == ("INC-1", provenance)
     entries = records.audit_page(0, 100, run_id="r1").entries
     assert [e.kind for e in entries] == ["run.started", "tool.call", "approval.requested", "run.ended"]
@@ -197,8 +198,8 @@ def test_a_records_file_of_the_previous_version_is_upgraded_in_place(tmp_path):
     records.run_started(row("new", case_id="INC-1", provenance=made("alpha-model", "d-alpha")))
     old = records.run_state("old")
     assert (old.instructions, old.case_id, old.provenance) == ("x", None, None)
-    assert [r.run_id for r in records.runs(10, 0, case_id="INC-1").runs] == ["new"]
-    assert [r.run_id for r in records.runs(10, 0).runs] == ["new", "old"]
+    assert [r.run_id for r in records.runs(GetRunsInput(limit=10, case_id="INC-1")).runs] == ["new"]
+    assert [r.run_id for r in records.runs(GetRunsInput(limit=10)).runs] == ["new", "old"]
     with records.db.reading() as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 2
 
@@ -207,7 +208,7 @@ def test_runs_come_in_pages(records):
     """A page says how many match and where the next page starts; the last page has no next."""
     for n in range(5):
         records.run_started(row(f"r{n}", started=1000.0 + n))
-    first, last = records.runs(2, 0), records.runs(2, 4)
+    first, last = records.runs(GetRunsInput(limit=2)), records.runs(GetRunsInput(limit=2, offset=4))
     assert ([r.run_id for r in first.runs], first.total, first.next_offset) == (["r4", "r3"], 5, 2)
     assert ([r.run_id for r in last.runs], last.next_offset) == (["r0"], None)
 
@@ -238,7 +239,7 @@ def test_retention_deletes_old_runs_and_keeps_the_newest_count(tmp_path):
             records.run_ended(ended(f"r{n}"), started + 1)
     records.approval(approval(run_id="r0", state="approved"), "decided")
     records.prune()
-    assert sorted(r.run_id for r in records.runs(10, 0).runs) == ["r1", "r3", "r4"]
+    assert sorted(r.run_id for r in records.runs(GetRunsInput(limit=10)).runs) == ["r1", "r3", "r4"]
     assert records.approval_info("a1") is None, "the approvals of deleted runs go with them"
     assert records.verify().ok
 

@@ -14,11 +14,13 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ...errors import InvalidRequest
 from ...models import (
+    GetRunsInput,
     HandoverAction,
     HandoverFinding,
     HandoverMaterial,
     HandoverRun,
     HandoverSession,
+    RunsPage,
     SessionDetails,
     parse_duration,
 )
@@ -78,7 +80,7 @@ class Handover:
         evidence: Any,
         agents: Callable[[], List[str]],
         secrets: Callable[[], List[str]],
-        runs: Callable[..., Any],
+        runs: Callable[[GetRunsInput], RunsPage],
     ) -> None:
         self.worker_name = worker_name
         self.sessions = sessions
@@ -120,7 +122,7 @@ class Handover:
         self, agents: Optional[List[str]], start: datetime, limit: int, case_id: Optional[str]
     ) -> List[HandoverRun]:
         """Other workers' runs since ``start`` in the fleet's shared record: a worker that is down hands over through them."""
-        page = self.runs(limit, 0, since=iso(start), **({"case_id": case_id} if case_id else {}))
+        page = self.runs(GetRunsInput(limit=limit, since=iso(start), case_id=case_id))
         if page.record is None:  # the worker's own record holds only its own runs
             return []
         return [
@@ -140,7 +142,7 @@ class Handover:
 
     def _case(self, case_id: str) -> Tuple[Set[str], Optional[datetime]]:
         """The sessions of a case's runs on this worker, and when its first run started."""
-        runs = self.runs(CASE_RUNS_READ, 0, case_id=case_id).runs
+        runs = self.runs(GetRunsInput(limit=CASE_RUNS_READ, case_id=case_id)).runs
         started = [at for at in (parse_time(r.started) for r in runs) if at is not None]
         return {r.session_id for r in runs if r.session_id}, min(started, default=None)
 

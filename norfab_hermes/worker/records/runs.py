@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...models import PREVIEW_CHARS, Provenance, RunsPage, RunStateData, RunSummary, RunUsage
+from ...models import PREVIEW_CHARS, GetRunsInput, Provenance, RunsPage, RunStateData, RunSummary, RunUsage
 
 PROVENANCE = tuple(Provenance.model_fields)  # one column each
 EQUAL_FILTERS = ("agent", "state", "stop_reason", "schedule_id", "case_id", *PROVENANCE)
@@ -154,31 +154,24 @@ def by_dedupe_key(db: sqlite3.Connection, agent: str, key: str, since: float) ->
     return row["run_id"] if row else None
 
 
-def _filters(
-    since: Optional[str] = None,
-    until: Optional[str] = None,
-    decided_by: Optional[str] = None,
-    text: Optional[str] = None,
-    **equal: Optional[str],
-) -> Tuple[str, List[Any]]:
-    unknown = sorted(set(equal) - set(EQUAL_FILTERS))
-    if unknown:  # the names become SQL: only the columns that are filters
-        raise TypeError(f"unknown run filters {unknown}; known: {', '.join(EQUAL_FILTERS)}")
+def _filters(query: GetRunsInput) -> Tuple[str, List[Any]]:
     where, params = ["1 = 1"], []
-    for column, value in equal.items():
+    for column in EQUAL_FILTERS:  # the model's names, each a column of the runs table
+        value = getattr(query, column)
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
-    if since is not None:
+    if query.since is not None:
         where.append("started >= ?")
-        params.append(epoch(since))
-    if until is not None:
+        params.append(epoch(query.since))
+    if query.until is not None:
         where.append("started <= ?")
-        params.append(epoch(until))
-    if decided_by is not None:
+        params.append(epoch(query.until))
+    if query.decided_by is not None:
         where.append("run_id IN (SELECT run_id FROM approvals WHERE decided_by = ?)")
-        params.append(decided_by)
-    if text is not None:
+        params.append(query.decided_by)
+    if query.text is not None:
+        text = query.text
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         # lower(): SQLite's LIKE ignores case, PostgreSQL's does not
         where.append("(lower(instructions) LIKE lower(?) ESCAPE '\\' OR lower(response) LIKE lower(?) ESCAPE '\\')")
@@ -186,9 +179,10 @@ def _filters(
     return " AND ".join(where), params
 
 
-def find(db: sqlite3.Connection, limit: int, offset: int, **filters: Any) -> RunsPage:
+def find(db: sqlite3.Connection, query: GetRunsInput) -> RunsPage:
     """A page of run summaries, newest first, and how many match."""
-    where, params = _filters(**filters)
+    where, params = _filters(query)
+    limit, offset = query.limit, query.offset
     total = db.execute(f"SELECT count(*) FROM runs WHERE {where}", params).fetchone()[0]
     rows = db.execute(
         f"SELECT * FROM runs WHERE {where} ORDER BY started DESC LIMIT ? OFFSET ?", (*params, limit, offset)

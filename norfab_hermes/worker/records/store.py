@@ -30,6 +30,7 @@ from ...models import (
     ApprovalInfo,
     AuditPage,
     AuditVerifyData,
+    GetRunsInput,
     InvokeResultData,
     OutcomeUnknown,
     RecordsSettings,
@@ -380,9 +381,10 @@ class Records:
         )
         return RunStateData.model_validate(data)
 
-    def runs(self, limit: int, offset: int, **filters: Any) -> RunsPage:
+    def runs(self, query: Optional[GetRunsInput] = None) -> RunsPage:
+        """A page of the run records matching ``query`` (the newest 50 without one)."""
         with self.db.reading() as db:
-            page = runs.find(db, limit, offset, **filters)
+            page = runs.find(db, query or GetRunsInput())
         return page.model_copy(update={"record": self.db.record_id})
 
     def approval_info(self, approval_id: str) -> Optional[ApprovalInfo]:

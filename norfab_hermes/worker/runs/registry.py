@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
 from ...errors import RUN_FINISHED, Busy, UnknownRun
-from ...models import ActiveRun, InterruptResultData, InvokeResultData, RunsPage, RunStateData, StopReason
+from ...models import (
+    ActiveRun,
+    GetRunsInput,
+    InterruptResultData,
+    InvokeResultData,
+    RunsPage,
+    RunStateData,
+    StopReason,
+)
 from ..files import write_file
 from .recording import RunRecorder
 from .run import Run
@@ -196,9 +204,9 @@ class RunRegistry:
         with self._lock:
             return self._runs.get(run_id) or self._finished.get(run_id)
 
-    def page(self, limit: int, offset: int, **filters: Any) -> RunsPage:
+    def page(self, query: GetRunsInput) -> RunsPage:
         """A page of the run records; a run in flight shows its live state."""
-        page = self.recorder.records.runs(limit, offset, **filters)
+        page = self.recorder.records.runs(query)
         runs = []
         for summary in page.runs:
             run = self.live(summary.run_id)

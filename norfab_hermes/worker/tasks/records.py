@@ -71,8 +71,7 @@ class RecordTasks:
             limit=limit,
             offset=offset,
         )
-        filters = query.model_dump(exclude={"limit", "offset"})
-        return Result(result=self.running_host().runs_page(query.limit, query.offset, **filters).model_dump())
+        return Result(result=self.running_host().runs_page(query).model_dump())
 
     @HermesTask(input=GetAuditInput, output=GetAuditResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False})
     def get_audit(
