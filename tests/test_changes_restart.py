@@ -15,7 +15,7 @@ import signal
 import time
 
 import pytest
-from conftest import hermes_worker, network, norfab, run
+from conftest import eventually, hermes_worker, network, norfab, run
 from test_changes import ENABLE_PORT, PORT_STATE, call, changes_to, device_log, job_finished, jobs, switch
 
 from norfab_hermes.testing.embedded import kill_process_group, worker_process
@@ -46,16 +46,6 @@ def client(nf, name):
         other.destroy()
 
 
-def until(check, timeout=60, step=0.2):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError(f"{check} never held within {timeout}s")
-
-
 def finished(nf, run_id):
     state = run(nf.client, "get_run", worker=WORKER, agent="fixer", run_id=run_id)["result"]
     return state if state["state"] == "finished" else None
@@ -75,14 +65,14 @@ def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tm
     with norfab(tmp_path, workers, files, separate=(WORKER,)) as nf, client(nf, LEAD) as lead:
         with worker_process(nf, WORKER) as process:
             started = start_change(nf, "GigabitEthernet0/3")  # the switch takes 5 s over this port
-            [approval] = until(lambda: run(nf.client, "get_approvals", worker=WORKER)["result"])
+            [approval] = eventually(lambda: run(nf.client, "get_approvals", worker=WORKER)["result"], "the approval")
             run(lead, "approve", worker=WORKER, approval_id=approval["approval_id"])
-            [(job_uuid, _, _)] = until(lambda: changes_to(tmp_path, "sw1"))
+            [(job_uuid, _, _)] = eventually(lambda: changes_to(tmp_path, "sw1"), "the change job on nornir")
             kill_process_group(process, signal.SIGKILL)
         marker = tmp_path / f"__norfab__/files/worker/{WORKER}/hermes/norfab_changes/in_flight/{job_uuid}.json"
         assert marker.exists(), "the change was marked on disk before it was sent"
         # the switch finishes the change on its own: the worker never knew
-        until(lambda: job_finished(tmp_path, job_uuid))
+        eventually(lambda: job_finished(tmp_path, job_uuid), "the change job ended on nornir")
         assert "2 no shutdown GigabitEthernet0/3" in device_log(nf, "sw1")
 
         with worker_process(nf, WORKER):
@@ -126,7 +116,7 @@ def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tm
             assert [j[0] for j in changes_to(tmp_path, "sw1")] == [job_uuid]
             sent = len(jobs(tmp_path))
             refused = start_change(nf, "GigabitEthernet0/1")
-            state = until(lambda: finished(nf, refused["run_id"]))
+            state = eventually(lambda: finished(nf, refused["run_id"]), "the refused run finished")
             [summary] = state["result"]["tool_calls"]
             assert (
                 summary["status"] == "refused"
@@ -156,6 +146,6 @@ def test_a_change_cut_by_kill_9_is_an_unknown_outcome_never_made_twice(model, tm
             assert state["stop_reason"] == "outcome_unknown" and not state["outcome_unknown"], "the record keeps why"
             assert not run(nf.client, "get_status", worker=WORKER)["result"]["changes"]["outcome_unknown"]
             start_change(nf, "GigabitEthernet0/1")
-            [pending] = until(lambda: run(nf.client, "get_approvals", worker=WORKER)["result"])
+            [pending] = eventually(lambda: run(nf.client, "get_approvals", worker=WORKER)["result"], "the approval")
             assert pending["devices"] == ["sw1"], "after the acknowledgement sw1 takes changes again"
             run(lead, "deny", worker=WORKER, approval_id=pending["approval_id"])

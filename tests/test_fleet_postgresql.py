@@ -15,7 +15,7 @@ from datetime import datetime
 
 import psycopg
 import pytest
-from conftest import hermes_worker, network, norfab, ok, result_of, run
+from conftest import eventually, hermes_worker, network, norfab, ok, result_of, run
 from test_changes import ENABLE_PORT, PORT_STATE, call, changes_to, device_log, job_finished, switch
 
 from norfab_hermes.routing import Hermes
@@ -123,34 +123,26 @@ def cut_change(nf, worker, port):
         change(nf, worker, port)
 
 
-def until(check, timeout=60, step=0.2):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(step)
-    raise AssertionError(f"{check} did not come true in {timeout}s")
-
-
 def test_a_killed_lock_holder_lets_the_other_worker_change_the_device_and_its_change_is_outcome_unknown(fleet):
     nf, base = fleet.nf, fleet.base
     threading.Thread(target=cut_change, args=(nf, ONE, SLOW), daemon=True).start()
     # ONE's lock is the fleet's: TWO shows it
-    [lock] = until(lambda: ok(run(nf.client, "get_status", worker=TWO))["changes"]["locks"])
+    [lock] = eventually(
+        lambda: ok(run(nf.client, "get_status", worker=TWO))["changes"]["locks"], "TWO shows ONE's lock"
+    )
     assert (lock["device"], lock["agent"]) == ("sw1", "ops")
     second = {}
 
     def approve_after_first_ended():  # the operator approves once ONE's change job has ended on nornir
-        [(first, _, _)] = until(lambda: changes_to(base, "sw1", clients=(ONE,)), step=0.05)
-        until(lambda: job_finished(base, first), timeout=30, step=0.5)
+        [(first, _, _)] = eventually(lambda: changes_to(base, "sw1", clients=(ONE,)), "ONE's change job", step=0.05)
+        eventually(lambda: job_finished(base, first), "ONE's change job ended on nornir", timeout=30, step=0.5)
         return True
 
     waiting = threading.Thread(
         target=lambda: second.update(result=change(nf, TWO, "GigabitEthernet0/1", approve_after_first_ended))
     )
     waiting.start()
-    until(lambda: changes_to(base, "sw1", clients=(ONE,)), step=0.05)  # ONE's change job is in flight
+    eventually(lambda: changes_to(base, "sw1", clients=(ONE,)), "ONE's change job in flight", step=0.05)
     kill_process_group(fleet.processes[ONE])
     waiting.join(150)
     [made] = second["result"]["tool_calls"]
@@ -200,10 +192,10 @@ def test_a_grouped_schedule_runs_each_occurrence_once_and_fails_over_when_its_ru
         for worker in (ONE, TWO)
     }
     ids = {worker: created["schedules"][0]["schedule_id"] for worker, created in ids.items()}
-    until(lambda: {w for _, w in claimed(fleet.dsn)} == {ONE, TWO}, timeout=30)  # both members take turns
+    eventually(lambda: {w for _, w in claimed(fleet.dsn)} == {ONE, TWO}, "both members take turns", timeout=30)
     kill_process_group(fleet.processes[TWO])
     killed = time.time()
-    until(lambda: len(claimed(fleet.dsn)) >= 20, timeout=60)
+    eventually(lambda: len(claimed(fleet.dsn)) >= 20, "20 occurrences claimed")
     ok(run(nf.client, "schedule", worker=ONE, agent="alarm", action="pause", schedule_id=ids[ONE]))
     time.sleep(2)  # the last claimed occurrence's run is recorded
     occurrences = claimed(fleet.dsn)
