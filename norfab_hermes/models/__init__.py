@@ -106,6 +106,7 @@ from .inputs import (
     ScheduleInput,
     StartRunInput,
 )
+from .notify import NOTIFY_EVENTS, EmailChannel, MatrixChannel, NotifySettings, WebhookChannel
 from .records import (
     PREVIEW_CHARS,
     AuditEntry,
@@ -169,6 +170,11 @@ from .results import (
 )
 
 __all__ = [
+    "NOTIFY_EVENTS",
+    "EmailChannel",
+    "MatrixChannel",
+    "NotifySettings",
+    "WebhookChannel",
     "parse_operators",
     "ReloadOperatorsResult",
     "ReloadOperatorsResultData",

@@ -28,6 +28,7 @@ from .base import StrictModel, describe_validation_error
 from .carryover import Criterion, check_json_schema, parse_duration
 from .changes import ChangeFields, ChangePolicy, WorkflowDefinition
 from .identity import OperatorDefinition
+from .notify import NotifySettings
 
 RecordKind = Literal["sessions", "schedules", "evidence"]
 
@@ -494,6 +495,11 @@ class HermesInventory(StrictModel):
         description="Path of this worker's own SSH private key (Ed25519 or ECDSA, unencrypted) that signs what it "
         "asks other hermes workers: its agents' delegated questions (role operator for the asked agents there) and "
         "its check of the run that asks one of its agents (role viewer for the asking agent there). None: unsigned",
+    )
+    notify: NotifySettings = Field(
+        NotifySettings(),
+        description="Channels (webhook, email, Matrix) that approvals, regressions, rollbacks and budget warnings "
+        "are pushed to, by agent and event kind (docs/notifications.md)",
     )
     hermes_log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING",
