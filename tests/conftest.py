@@ -267,15 +267,18 @@ def network_jobs(base: Path, worker: str = "nornir-worker-1") -> List[Tuple[str,
 
 class WebhookReceiver:
     """An HTTP receiver on 127.0.0.1 that checks each POST's HMAC signature the way the docs tell a
-    receiver to (its own code, not the worker's), keeps the bodies in order, and can go down and come back."""
+    receiver to (its own code, not the worker's), keeps the bodies in order, and can go down and come back.
+    ``listen``: at once; else at ``start()``, once the lab is up: a process the lab forks (FakeNOS) would
+    keep a copy of the listening socket, and the port could not be bound again after ``stop()``."""
 
-    def __init__(self, secret: str) -> None:
+    def __init__(self, secret: str, listen: bool = True) -> None:
         self.secret = secret.encode()
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/hook"
         self.posts: List[Dict[str, Any]] = []
         self.server: Any = None
-        self.start()
+        if listen:
+            self.start()
 
     def start(self) -> None:
         import hashlib

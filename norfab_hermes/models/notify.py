@@ -138,6 +138,7 @@ class NotifyInput(TaskInput):
     action: Literal["status", "test"] = Field("status", description="status: each channel; test: send a test message")
     channel: Union[None, StrictStr] = Field(None, description="test: the channel to send to")
     timeout: PositiveFloat = Field(15.0, description="test: seconds to wait for the channel to take it")
+    text: Union[None, StrictStr] = Field(None, max_length=500, description="test: a line the test message carries")
 
     @model_validator(mode="after")
     def _channel_for_test(self) -> "NotifyInput":

@@ -164,12 +164,12 @@ def unavailable(agent: str, worker: str, reason: str) -> Message:
     )
 
 
-def test(channel: str, worker: str) -> Message:
+def test(channel: str, worker: str, text: Optional[str] = None) -> Message:
     return _message(
         "test",
         f"test:{uuid.uuid4().hex}",
         "*",
         worker,
-        f"test message to channel {channel} from worker {worker}",
+        f"test message to channel {channel} from worker {worker}" + (f": {' '.join(text.split())}" if text else ""),
         "hermes status",
     )

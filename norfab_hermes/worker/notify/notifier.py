@@ -177,7 +177,7 @@ class Notifier:
 
     # ------------------------------------------------------------ operators
 
-    def test(self, channel: str, timeout: float) -> Dict[str, Any]:
+    def test(self, channel: str, timeout: float, text: Optional[str] = None) -> Dict[str, Any]:
         """Send a test message to ``channel`` and wait for it; what happened to it."""
         if channel not in self.settings.channels:
             raise InvalidRequest(
@@ -186,7 +186,7 @@ class Notifier:
             )
         if channel in self.problems:
             return {"channel": channel, "state": "not_running", "error": self.problems[channel]}
-        message = messages.test(channel, self.worker)
+        message = messages.test(channel, self.worker, text)
         assert self.outbox is not None  # a declared channel has one
         self.outbox.put([channel], message)
         self.deliveries[channel].wake.set()
