@@ -267,3 +267,18 @@ def test_notify_sends_a_test_message_and_get_status_shows_each_channel(lab):
     assert refused["failed"] and "channel: 'pager' is not a notification channel" in refused["errors"][0]
     refused = run(nf.client, "notify", worker=WORKER, action="test")
     assert refused["failed"] and "channel: action test needs the channel's name" in refused["errors"][0]
+
+
+def test_the_shell_sends_a_test_message_and_shows_the_channels_at_80_columns(lab):
+    nf, _, hook, _ = lab
+    from conftest import hermes_shell
+    from test_shell import fits, nfcli, terminal_width
+
+    with hermes_shell(nf) as app, terminal_width(80):
+        out = fits(nfcli(app, 'hermes notify test hook text "from the shell"'))
+        assert f"{WORKER}: test message sent" in out and "hook (webhook)" in out
+        assert hook.posts[-1]["summary"].endswith(": from the shell")
+        out = fits(nfcli(app, "hermes status"))
+        assert "notification channels" in out and "not_running" in out and "nowhere" in out
+        out = fits(nfcli(app, "hermes notify test pager"))
+        assert "'pager' is not a notification channel" in out
