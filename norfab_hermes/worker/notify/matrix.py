@@ -74,6 +74,7 @@ class MatrixTransport:
         self._cards: "OrderedDict[str, str]" = OrderedDict()  # card event id -> approval id
         self._lock = threading.Lock()
         self._closed = False
+        self.listening = threading.Event()  # set while ``listen`` reads the room (from its starting point on)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"matrix-{name}", daemon=True)
         self._thread.start()
@@ -194,18 +195,25 @@ class MatrixTransport:
 
     def listen(self, decide: Decide, stopping: Any) -> None:
         """Read the room from now until ``stopping`` is set, deciding what mapped users ask; never raises."""
+        try:
+            self._listen(decide, stopping)
+        finally:
+            self.listening.clear()
+
+    def _listen(self, decide: Decide, stopping: Any) -> None:
+        started = time.monotonic()
         since: Optional[str] = None
         filter_id = ""
         delay = 1.0
         while not stopping.is_set() and not self._closed:
             try:
                 if since is None:
-                    # where "now" is: what the room said before this token is never acted on
+                    # where "now" is: the room from this token on (older events are in the reply, unread)
                     path = Path.v3.user[self.channel.user_id].filter
                     filter_id = self._call(Method.POST, path, self._filter())["filter_id"]
-                    since = self._call(Method.GET, Path.v3.sync, query={"timeout": "0", "filter": filter_id})[
-                        "next_batch"
-                    ]
+                    first = self._call(Method.GET, Path.v3.sync, query={"timeout": "0", "filter": filter_id})
+                    since = first["next_batch"]
+                    self.listening.set()
                     log.info(f"{self.worker} - Matrix channel '{self.name}': listening in {self.channel.room_id}")
                 query = {"since": since, "timeout": str(POLL_SECONDS * 1000), "filter": filter_id}
                 reply = self._wait(self._api.request(Method.GET, Path.v3.sync, query_params=query), stopping)
@@ -223,7 +231,8 @@ class MatrixTransport:
             room = reply.get("rooms", {}).get("join", {}).get(self.channel.room_id, {})
             for event in room.get("timeline", {}).get("events", []):
                 try:
-                    self._handle(event, decide)
+                    if not _said_before(event, started):
+                        self._handle(event, decide)
                 except Exception as error:  # one event's failure (its answer not sent) leaves the rest
                     log.warning(
                         f"{self.worker} - Matrix channel '{self.name}': event {event.get('event_id')} "
@@ -300,13 +309,15 @@ class MatrixTransport:
             return None
         verb, approve, args = words[0].lower(), VERBS[words[0].lower()], words[1:]
         usage = f"reply: {verb} <approval id>" + (" [note]" if not approve else "")
-        named = args[0].strip(".,;:!?").lower() if args else ""
-        approval_id = named if APPROVAL_ID.match(named) else None
+        cleaned = [arg.strip(".,;:!?").lower() for arg in args]
+        ids = [word for word in cleaned if APPROVAL_ID.match(word)]
+        if len(ids) > 1:
+            return Command(approve, None, None, f"more than one approval id ({', '.join(ids)}): {usage}")
+        if ids and ids[0] != cleaned[0]:
+            return Command(approve, None, None, f"the approval id goes first: {usage}")
+        approval_id = ids[0] if ids else None
         if approval_id:
             args = args[1:]
-        others = sorted({a.strip(".,;:!?").lower() for a in args if APPROVAL_ID.match(a.strip(".,;:!?").lower())})
-        if others:
-            return Command(approve, None, None, f"more than one approval id ({', '.join(others)}): {usage}")
         on_card = self._card_approval(card) if card else None
         if approval_id and on_card and approval_id != on_card:
             return Command(approve, None, None, f"{approval_id} is not the approval of this card ({on_card}): {usage}")
@@ -349,6 +360,14 @@ class MatrixTransport:
         if event_id:
             content["m.relates_to"] = {"m.in_reply_to": {"event_id": event_id}}
         self._send(self._api.get_txn_id(), content)
+
+
+def _said_before(event: Dict[str, Any], started: float) -> bool:
+    """Whether ``event`` was sent before the listener started: its age (the homeserver's count of the ms since
+    it was sent, free of clock skew) is longer than the listener's. The sync token alone does not say: Synapse
+    answers a repeated initial sync from a cache (2 minutes by default), with the token of an earlier start."""
+    age = (event.get("unsigned") or {}).get("age")
+    return isinstance(age, (int, float)) and age / 1000 > time.monotonic() - started
 
 
 def _strip_reply_fallback(body: str) -> str:
