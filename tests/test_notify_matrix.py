@@ -12,8 +12,7 @@ import pytest
 from conftest import eventually
 
 from norfab_hermes.errors import InventoryError, NotAllowed
-from norfab_hermes.models import ApprovalInfo
-from norfab_hermes.models.notify import MatrixChannel
+from norfab_hermes.models import ApprovalInfo, MatrixChannel
 from norfab_hermes.testing.embedded import free_port
 from norfab_hermes.testing.synapse import synapse_server
 from norfab_hermes.worker.notify.channel import Message
@@ -36,7 +35,7 @@ def homeserver():
 def transport(homeserver):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(TOKEN_ENV, homeserver.users["hermes"].access_token)
-        matrix = MatrixTransport(ROOM, channel(homeserver), worker="worker-1")
+        matrix = MatrixTransport(ROOM, channel(homeserver))
     yield matrix
     matrix.close()
 
@@ -205,7 +204,9 @@ def test_a_send_that_fails_or_hangs_raises(homeserver, monkeypatch):
 
 def test_a_missing_token_variable_is_an_inventory_error(homeserver, monkeypatch):
     monkeypatch.delenv(TOKEN_ENV, raising=False)
-    with pytest.raises(InventoryError, match=f"notify.channels.{ROOM}.token_env: environment variable '{TOKEN_ENV}'"):
+    with pytest.raises(
+        InventoryError, match=f"notify.channels.{ROOM}.token_env: environment variable {TOKEN_ENV} is not set"
+    ):
         MatrixTransport(ROOM, channel(homeserver))
 
 

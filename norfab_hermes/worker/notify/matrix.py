@@ -28,11 +28,16 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Coroutine, Dict, List, Optional, TypeVar
 
-import aiohttp
-from mautrix.api import HTTPAPI, Method, Path
-
 from ...errors import InventoryError
-from ...models.notify import MatrixChannel
+from ...models import MatrixChannel
+
+try:
+    import aiohttp
+    from mautrix.api import HTTPAPI, Method, Path
+except ImportError as missing:  # the worker's matrix extra
+    raise InventoryError(
+        f"a notify channel of type matrix needs mautrix ({missing}): install norfab-hermes[matrix] on the worker"
+    ) from missing
 from .channel import Decide, Message
 
 log = logging.getLogger(__name__)
@@ -63,14 +68,14 @@ class MatrixTransport:
 
     updates_in_place = True
 
-    def __init__(self, name: str, channel: MatrixChannel, worker: str = "hermes") -> None:
-        token = os.environ.get(channel.token_env)
+    def __init__(self, name: str, definition: MatrixChannel) -> None:
+        token = os.environ.get(definition.token_env)
         if not token:
             raise InventoryError(
-                f"notify.channels.{name}.token_env: environment variable '{channel.token_env}' is not set: "
-                f"export the access token of {channel.user_id} in it before the worker starts"
+                f"notify.channels.{name}.token_env: environment variable {definition.token_env} is not set: "
+                f"export the access token of {definition.user_id} in it before the worker starts"
             )
-        self.name, self.channel, self.worker = name, channel, worker
+        self.name, self.definition = name, definition
         self._cards: "OrderedDict[str, str]" = OrderedDict()  # card event id -> approval id
         self._lock = threading.Lock()
         self._closed = False
@@ -78,13 +83,13 @@ class MatrixTransport:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"matrix-{name}", daemon=True)
         self._thread.start()
-        self._api: HTTPAPI = self._run(self._open(token), channel.timeout)
+        self._api: HTTPAPI = self._run(self._open(token), definition.timeout)
 
     async def _open(self, token: str) -> HTTPAPI:
         # the HTTP session belongs to this loop: made on it; no retries inside mautrix, the notifier retries
-        session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=POLL_SECONDS + self.channel.timeout))
+        session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=POLL_SECONDS + self.definition.timeout))
         return HTTPAPI(
-            self.channel.homeserver,
+            self.definition.homeserver,
             token=token,
             client_session=session,
             default_retry_count=0,
@@ -93,7 +98,7 @@ class MatrixTransport:
     def _submit(self, coroutine: Coroutine[Any, Any, T]) -> "Future[T]":
         if self._closed:
             coroutine.close()
-            raise RuntimeError(f"Matrix channel '{self.name}' is closed")
+            raise RuntimeError(f"Matrix channel {self.name} is closed")
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
     def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
@@ -103,7 +108,9 @@ class MatrixTransport:
             return future.result(timeout)
         except TimeoutError:
             future.cancel()
-            raise TimeoutError(f"Matrix homeserver {self.channel.homeserver} did not answer in {timeout:g} s") from None
+            raise TimeoutError(
+                f"Matrix homeserver {self.definition.homeserver} did not answer in {timeout:g} s"
+            ) from None
 
     # sending
 
@@ -133,18 +140,18 @@ class MatrixTransport:
         if self._closed:
             return
         try:
-            self._run(self._api.session.close(), self.channel.timeout)
+            self._run(self._api.session.close(), self.definition.timeout)
         except Exception as error:  # closing never fails the worker's stop
-            log.warning(f"{self.worker} - Matrix channel '{self.name}': closing its HTTP session failed: {error}")
+            log.warning(f"Matrix channel {self.name} - Closing its HTTP session failed: {error}")
         self._closed = True
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(self.channel.timeout)
+        self._thread.join(self.definition.timeout)
         if not self._thread.is_alive():
             self._loop.close()
 
     def _send(self, txn_id: str, content: Dict[str, Any]) -> str:
         """One m.room.message in the room; its event id."""
-        path = Path.v3.rooms[self.channel.room_id].send["m.room.message"][txn_id]
+        path = Path.v3.rooms[self.definition.room_id].send["m.room.message"][txn_id]
         reply = self._call(Method.PUT, path, content)
         event_id: str = reply["event_id"]
         return event_id
@@ -158,7 +165,7 @@ class MatrixTransport:
     ) -> Dict[str, Any]:
         """One client-server API call, as the worker's user; its JSON reply (mautrix raises the homeserver's error)."""
         reply: Dict[str, Any] = self._run(
-            self._api.request(method, path, content, query_params=query), self.channel.timeout
+            self._api.request(method, path, content, query_params=query), self.definition.timeout
         )
         return reply
 
@@ -171,7 +178,7 @@ class MatrixTransport:
         if message.diff:
             parts.append(f"<pre><code>{html.escape(message.diff)}</code></pre>")
         parts.append(f"<p>open: <code>{html.escape(message.reference)}</code></p>")
-        if message.kind == "approval_requested" and message.approval_id and self.channel.operators:
+        if message.kind == "approval_requested" and message.approval_id and self.definition.operators:
             hint = f"reply: approve {message.approval_id}  or: deny {message.approval_id} [note]"
             body += f"\n{hint}"
             parts.append(f"<p>{html.escape(hint)}</p>")
@@ -209,12 +216,12 @@ class MatrixTransport:
             try:
                 if since is None:
                     # where "now" is: the room from this token on (older events are in the reply, unread)
-                    path = Path.v3.user[self.channel.user_id].filter
+                    path = Path.v3.user[self.definition.user_id].filter
                     filter_id = self._call(Method.POST, path, self._filter())["filter_id"]
                     first = self._call(Method.GET, Path.v3.sync, query={"timeout": "0", "filter": filter_id})
                     since = first["next_batch"]
                     self.listening.set()
-                    log.info(f"{self.worker} - Matrix channel '{self.name}': listening in {self.channel.room_id}")
+                    log.info(f"Matrix channel {self.name} - Listening in {self.definition.room_id}")
                 query = {"since": since, "timeout": str(POLL_SECONDS * 1000), "filter": filter_id}
                 reply = self._wait(self._api.request(Method.GET, Path.v3.sync, query_params=query), stopping)
                 if reply is None:
@@ -224,25 +231,25 @@ class MatrixTransport:
             except Exception as error:
                 if stopping.is_set() or self._closed:
                     return
-                log.warning(f"{self.worker} - Matrix channel '{self.name}': sync failed, again in {delay:g} s: {error}")
+                log.warning(f"Matrix channel {self.name} - Sync failed, again in {delay:g} s: {error}")
                 stopping.wait(delay)
                 delay = min(delay * 2, BACKOFF_MAX)
                 continue
-            room = reply.get("rooms", {}).get("join", {}).get(self.channel.room_id, {})
+            room = reply.get("rooms", {}).get("join", {}).get(self.definition.room_id, {})
             for event in room.get("timeline", {}).get("events", []):
                 try:
                     if not _said_before(event, started):
                         self._handle(event, decide)
                 except Exception as error:  # one event's failure (its answer not sent) leaves the rest
                     log.warning(
-                        f"{self.worker} - Matrix channel '{self.name}': event {event.get('event_id')} "
+                        f"Matrix channel {self.name} - Event {event.get('event_id')} "
                         f"from {event.get('sender')} not handled: {error}"
                     )
 
     def _filter(self) -> Dict[str, Any]:
         timeline = {"types": ["m.room.message", "m.reaction"], "limit": 50}
         return {
-            "room": {"rooms": [self.channel.room_id], "timeline": timeline, "state": {"types": []}},
+            "room": {"rooms": [self.definition.room_id], "timeline": timeline, "state": {"types": []}},
             "presence": {"types": []},
             "account_data": {"types": []},
         }
@@ -250,7 +257,7 @@ class MatrixTransport:
     def _wait(self, coroutine: Coroutine[Any, Any, T], stopping: Any) -> Optional[T]:
         """``_run`` for a long poll: None as soon as ``stopping`` is set (the poll is cancelled)."""
         future = self._submit(coroutine)
-        deadline = time.monotonic() + POLL_SECONDS + self.channel.timeout
+        deadline = time.monotonic() + POLL_SECONDS + self.definition.timeout
         while True:
             try:
                 return future.result(0.25)
@@ -260,11 +267,13 @@ class MatrixTransport:
                     return None
                 if time.monotonic() > deadline:
                     future.cancel()
-                    raise TimeoutError(f"Matrix homeserver {self.channel.homeserver} did not answer a sync") from None
+                    raise TimeoutError(
+                        f"Matrix homeserver {self.definition.homeserver} did not answer a sync"
+                    ) from None
 
     def _handle(self, event: Dict[str, Any], decide: Decide) -> None:
         sender = event.get("sender", "")
-        if sender == self.channel.user_id:
+        if sender == self.definition.user_id:
             return  # its own cards and answers: never a decision
         content = event.get("content") or {}
         if event.get("type") == "m.reaction":
@@ -273,9 +282,9 @@ class MatrixTransport:
             command, answer_to = self._command(content), event.get("event_id")
         if command is None:
             return
-        operator = self.channel.operators.get(sender)
+        operator = self.definition.operators.get(sender)
         if operator is None:
-            log.warning(f"{self.worker} - Matrix channel '{self.name}': refused a decision of unmapped {sender}")
+            log.warning(f"Matrix channel {self.name} - Refused a decision of unmapped {sender}")
             self._answer(
                 answer_to,
                 f"{sender} is not mapped to an operator: add it under notify.channels.{self.name}.operators",
@@ -285,9 +294,7 @@ class MatrixTransport:
             self._answer(answer_to, command.refusal)
             return
         verb = "approve" if command.approve else "deny"
-        log.info(
-            f"{self.worker} - Matrix channel '{self.name}': {sender} ({operator}) asks {verb} {command.approval_id}"
-        )
+        log.info(f"Matrix channel {self.name} - Decision of {sender} ({operator}): {verb} {command.approval_id}")
         try:
             info = decide(command.approval_id, command.approve, operator, command.note, self.name)
         except Exception as error:
@@ -341,12 +348,12 @@ class MatrixTransport:
             known = self._cards.get(event_id)
         if known:
             return known
-        path = Path.v3.rooms[self.channel.room_id].event[event_id]
+        path = Path.v3.rooms[self.definition.room_id].event[event_id]
         try:
             event = self._call(Method.GET, path)
         except Exception:
             return None  # not an event it can read: not its card
-        if event.get("sender") != self.channel.user_id:
+        if event.get("sender") != self.definition.user_id:
             return None  # only its own cards say which approval they are
         approval_id = (event.get("content", {}).get(HERMES_FIELD) or {}).get("approval_id")
         if isinstance(approval_id, str) and APPROVAL_ID.match(approval_id):
