@@ -12,11 +12,12 @@ import pytest
 from conftest import eventually
 
 from norfab_hermes.errors import InventoryError, NotAllowed
-from norfab_hermes.models import ApprovalInfo, MatrixChannel
+from norfab_hermes.models import ApprovalInfo, MatrixChannel, NotifySettings
 from norfab_hermes.testing.embedded import free_port
 from norfab_hermes.testing.synapse import synapse_server
 from norfab_hermes.worker.notify.channel import Message
 from norfab_hermes.worker.notify.matrix import MatrixTransport
+from norfab_hermes.worker.notify.notifier import Notifier
 
 TOKEN_ENV = "NORFAB_HERMES_TEST_MATRIX_TOKEN"
 ROOM = "ops-room"
@@ -82,19 +83,23 @@ class Decisions:
         self.calls.append((approval_id, approve, operator, note, channel_name))
         if self.error:
             raise self.error
-        return ApprovalInfo(
-            approval_id=approval_id,
-            run_id="r1",
-            agent="netops",
-            worker="worker-1",
-            tool="change",
-            target="nornir.cli",
-            arguments_digest="abc",
-            state="approved" if approve else "denied",
-            requested="2026-01-01T00:00:00+00:00",
-            expires="2026-01-01T01:00:00+00:00",
-            decided_by=operator,
-        )
+        return approval(approval_id, "approved" if approve else "denied", operator)
+
+
+def approval(approval_id, state="pending", decided_by=None) -> ApprovalInfo:
+    return ApprovalInfo(
+        approval_id=approval_id,
+        run_id="r1",
+        agent="netops",
+        worker="worker-1",
+        tool="change",
+        target="nornir.cli",
+        arguments_digest="abc",
+        state=state,
+        requested="2026-01-01T00:00:00+00:00",
+        expires="2026-01-01T01:00:00+00:00",
+        decided_by=decided_by,
+    )
 
 
 @contextmanager
@@ -306,3 +311,48 @@ def test_a_restarted_listener_does_not_act_again_on_what_was_said_before(homeser
         answer(homeserver, say(homeserver, "alice", f"approve {after}"))
     assert first.calls == [(before, True, "alice-ops", None, ROOM)]
     assert second.calls == [(after, True, "alice-ops", None, ROOM)]
+
+
+def test_the_notifier_posts_an_approval_card_and_edits_it_when_it_is_decided_in_the_room(
+    homeserver, tmp_path, monkeypatch
+):
+    monkeypatch.setenv(TOKEN_ENV, homeserver.users["hermes"].access_token)
+    notifier, approval_id = (
+        Notifier("worker-1", tmp_path, NotifySettings(channels={ROOM: channel(homeserver)})),
+        new_id(),
+    )
+    decided = []
+
+    def decide(approval_id, approve, operator, note, channel_name):  # the inbox tells the notifier, as it does
+        info = approval(approval_id, "approved" if approve else "denied", operator)
+        decided.append((approval_id, approve, operator, note, channel_name))
+        notifier.approval(info, "decided")
+        return info
+
+    notifier.start(decide)
+    try:
+        assert notifier.deliveries[ROOM].transport.listening.wait(30)
+        notifier.approval(approval(approval_id), "requested")
+
+        def card():
+            for seen in homeserver.messages(homeserver.users["alice"].access_token):
+                fields = seen["content"].get("org.norfab.hermes") or {}
+                if fields.get("approval_id") == approval_id and "m.relates_to" not in seen["content"]:
+                    return seen["event_id"]
+            return None
+
+        card_id = eventually(card, "the approval's card in the room")
+        asked = say(homeserver, "alice", "approve", **{"m.relates_to": {"m.in_reply_to": {"event_id": card_id}}})
+        assert answer(homeserver, asked) == f"approval {approval_id} approved by alice-ops"
+
+        def edit():
+            for seen in homeserver.messages(homeserver.users["alice"].access_token):
+                relates = seen["content"].get("m.relates_to") or {}
+                if relates.get("rel_type") == "m.replace" and relates.get("event_id") == card_id:
+                    return seen["content"]["m.new_content"]["body"]
+            return None
+
+        assert eventually(edit, "the card edited").startswith(f"approval {approval_id} approved by alice-ops")
+    finally:
+        notifier.stop()
+    assert decided == [(approval_id, True, "alice-ops", None, ROOM)]
