@@ -150,6 +150,7 @@ def test_a_card_arrives_with_untrusted_text_escaped(homeserver, transport):
     content = card["content"]
     assert card["sender"] == "@hermes:localhost" and card["type"] == "m.room.message"
     assert content["body"] == sent.text()
+    assert content["m.mentions"] == {}  # no "@room" in device output pings anyone
     html = content["formatted_body"]
     assert "&lt;script&gt;alert(1)&lt;/script&gt; regressed" in html and "<script>" not in html
     assert "device ceos1 says &lt;b&gt;up&lt;/b&gt; &amp; running" in html and "<b>up</b>" not in html
@@ -282,6 +283,18 @@ def test_a_command_without_one_approval_is_refused_with_the_fix(homeserver, tran
     assert decide.calls == []
 
 
+def test_one_approval_of_several_needed_is_answered_as_still_pending(homeserver, transport):
+    approval_id = new_id()
+
+    def decide(approval_id, approve, operator, note, channel_name):
+        return approval(approval_id).model_copy(update={"approved_by": [operator], "approvals_required": 2})
+
+    with listening(transport, decide):
+        assert answer(homeserver, say(homeserver, "alice", f"approve {approval_id}")) == (
+            f"approval {approval_id} approved by alice-ops: 1 of 2 approvals, still pending"
+        )
+
+
 def test_a_refused_decision_is_shown_in_the_room(homeserver, transport):
     reason = "operator 'alice-ops' does not hold approver for agent 'netops'"
     decide, approval_id = Decisions(NotAllowed(reason)), new_id()
@@ -356,3 +369,21 @@ def test_the_notifier_posts_an_approval_card_and_edits_it_when_it_is_decided_in_
     finally:
         notifier.stop()
     assert decided == [(approval_id, True, "alice-ops", None, ROOM)]
+
+
+def test_the_listener_retries_an_unreachable_homeserver_until_stopped(homeserver, monkeypatch, caplog):
+    monkeypatch.setenv(TOKEN_ENV, homeserver.users["hermes"].access_token)
+    down = MatrixTransport(ROOM, channel(homeserver, homeserver=f"http://127.0.0.1:{free_port()}", timeout=1))
+    stopping, decide = threading.Event(), Decisions()
+    thread = threading.Thread(target=down.listen, args=(decide, stopping), daemon=True)
+    try:
+        with caplog.at_level("WARNING", logger="norfab_hermes.worker.notify.matrix"):
+            thread.start()
+            eventually(lambda: "Sync failed, again in 2 s" in caplog.text, "a second attempt after a backoff")
+            stopping.set()
+            thread.join(10)
+        assert not thread.is_alive(), "listen did not return when stopping was set"
+        assert down.listening.is_set() is False and decide.calls == []
+        assert homeserver.users["hermes"].access_token not in caplog.text
+    finally:
+        down.close()

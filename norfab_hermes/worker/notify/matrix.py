@@ -30,6 +30,7 @@ from typing import Any, Coroutine, Dict, List, Optional, TypeVar
 
 from ...errors import InventoryError
 from ...models import MatrixChannel
+from .channel import Decide, Message
 
 try:
     import aiohttp
@@ -38,7 +39,6 @@ except ImportError as missing:  # the worker's matrix extra
     raise InventoryError(
         f"a notify channel of type matrix needs mautrix ({missing}): install norfab-hermes[matrix] on the worker"
     ) from missing
-from .channel import Decide, Message
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -187,6 +187,7 @@ class MatrixTransport:
             "body": body,
             "format": "org.matrix.custom.html",
             "formatted_body": "".join(parts),
+            "m.mentions": {},  # pings no one: an "@room" or a user id in device output stays text
         }
         if message.approval_id:
             content[HERMES_FIELD] = {"approval_id": message.approval_id, "key": message.key}
@@ -277,7 +278,7 @@ class MatrixTransport:
             return  # its own cards and answers: never a decision
         content = event.get("content") or {}
         if event.get("type") == "m.reaction":
-            command, answer_to = self._reaction(content), content.get("m.relates_to", {}).get("event_id")
+            command, answer_to = self._reaction(content), (content.get("m.relates_to") or {}).get("event_id")
         else:
             command, answer_to = self._command(content), event.get("event_id")
         if command is None:
@@ -363,7 +364,7 @@ class MatrixTransport:
 
     def _answer(self, event_id: Optional[str], text: str) -> None:
         """A notice in the room, as a reply to what it answers."""
-        content: Dict[str, Any] = {"msgtype": "m.notice", "body": text}
+        content: Dict[str, Any] = {"msgtype": "m.notice", "body": text, "m.mentions": {}}
         if event_id:
             content["m.relates_to"] = {"m.in_reply_to": {"event_id": event_id}}
         self._send(self._api.get_txn_id(), content)
