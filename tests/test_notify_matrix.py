@@ -26,10 +26,13 @@ numbers = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def homeserver():
+def homeserver(request):
+    failed = request.session.testsfailed
     with synapse_server(("hermes", "alice", "bob", "mallory")) as server:
-        print(f"Synapse at {server.url}, log {server.log}")
         yield server
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if request.session.testsfailed > failed and reporter is not None:  # the log goes with the directory
+            reporter.write_line(f"\nSynapse's log at {server.url}, its end:\n{server.log_tail()}")
 
 
 @pytest.fixture(scope="module")

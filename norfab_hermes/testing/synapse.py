@@ -77,10 +77,12 @@ class Homeserver:
         return self.folder / "homeserver.log"
 
     def log_tail(self, lines: int = 60) -> str:
-        """The end of the server's log, for a failure's message."""
-        if not self.log.exists():
-            return "(no log written)"
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        """The end of the server's log and of its output (where a crash before logging starts goes)."""
+        tails = []
+        for path in (self.log, self.folder / "stdout.log"):
+            text = path.read_text(errors="replace").splitlines()[-lines:] if path.exists() else []
+            tails.append(f"--- {path.name}:\n" + ("\n".join(text) or "(empty)"))
+        return "\n".join(tails)
 
     def call(
         self, method: str, path: str, token: Optional[str] = None, body: Optional[Dict[str, Any]] = None
