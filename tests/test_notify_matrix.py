@@ -311,7 +311,15 @@ def test_only_what_is_said_while_listening_by_others_decides(homeserver, transpo
     say(homeserver, "alice", f"approve {before}")  # said before the worker listened
     with listening(transport, decide):
         say(homeserver, "hermes", f"approve {own}")  # the worker's own user, even as m.text
-        say(homeserver, "alice", f"what do you think of {chat}?")  # chat, not a command
+        said = say(homeserver, "alice", f"what do you think of {chat}?")  # chat, not a command
+        edit = {"m.new_content": {"msgtype": "m.text", "body": f"approve {chat}"}}
+        say(
+            homeserver,
+            "alice",
+            f"approve {chat}",
+            **edit,
+            **{"m.relates_to": {"rel_type": "m.replace", "event_id": said}},
+        )
         asked = say(homeserver, "alice", f"approve {after}")
         assert answer(homeserver, asked) == f"approval {after} approved by alice-ops"
     assert decide.calls == [(after, True, "alice-ops", None, ROOM)]
