@@ -45,8 +45,11 @@ from .runs.run import Run
 from .runs.storm import Storm, unshared
 from .schedules.ticker import Schedules
 from .sessions.store import Sessions
+from .tools.approval import Approver
 from .tools.change import ChangeRunner
 from .tools.delegation import Delegator, delegation_signer
+from .tools.dispatch import Dispatcher
+from .tools.kinds import DelegateCalls, NorfabCalls, ToolKind
 from .tools.records import RecordsReader
 from .tools.runner import ToolRunner
 from .tools.specs import ToolSpec
@@ -144,23 +147,34 @@ class HermesHost(HostOperations):
             self.catalog.secrets,
             self.records.runs,
         )
-        self.tool_runner = ToolRunner(
+        dispatcher = Dispatcher(
             client,
             inventory.tool_result_max_chars,
             inventory.tool_concurrency_per_worker,
-            secrets=self.catalog.secrets,
-            ask=self.runs.ask_operator,
-            inbox=self.approvals,
-            delegator=self.delegator,
-            evidence=self.evidence,
-            records=RecordsReader(
-                self.sessions, self.schedules.actions, self.evidence, self.catalog.known, self.catalog.secrets
-            ),
+            self.catalog.secrets,
+            self.evidence,
         )
+        approver = Approver(self.runs.ask_operator, self.approvals)
         self.changes = ChangeControl(root, worker_name, self.records.db)
-        self.tool_runner.changes = ChangeRunner(
-            self.tool_runner, self.changes, self.tools.get, self.change_policy, worker_name, self.notifier.change
+        records = RecordsReader(
+            self.sessions, self.schedules.actions, self.evidence, self.catalog.known, self.catalog.secrets
         )
+        # the executor of each tool kind (a spec's ``kind``); a new kind is one line here
+        kinds: Dict[str, ToolKind] = {
+            "norfab": NorfabCalls(dispatcher, approver),
+            "change": ChangeRunner(
+                dispatcher,
+                approver,
+                self.changes,
+                self.tools.get,
+                self.change_policy,
+                worker_name,
+                self.notifier.change,
+            ),
+            "delegate": DelegateCalls(self.delegator, dispatcher),
+            "records": records,
+        }
+        self.tool_runner = ToolRunner(dispatcher, kinds)
 
     @property
     def root(self) -> Path:

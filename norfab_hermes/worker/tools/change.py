@@ -34,10 +34,11 @@ from ..changes.locks import Holder
 from ..changes.outcomes import CRASHED
 from ..changes.store import now_iso
 from . import payload, replies, workflow
+from .approval import Approver
 from .calls import CallTrace, ChangeAsk, ToolError
 from .checks import ChangeCall, Checks
+from .dispatch import Dispatcher, run_job_uuid
 from .payload import Built
-from .runner import run_job_uuid
 from .specs import WorkflowSpec
 
 # told(agent, run_id, case_id, tool, job_uuid, record): a change sent, as it ended
@@ -50,7 +51,8 @@ class ChangeRunner:
 
     def __init__(
         self,
-        runner: Any,
+        dispatcher: Dispatcher,
+        approver: Approver,
         control: ChangeControl,
         lookup: Callable[[str, str], Any],
         policy_of: Callable[[str], ChangePolicy],
@@ -58,19 +60,20 @@ class ChangeRunner:
         told: Optional[Told] = None,
     ) -> None:
         self.told = told  # the notifier: changes that rolled back or whose outcome is unknown
-        self.runner = runner
+        self.dispatcher = dispatcher
+        self.approver = approver
         self.control = control
-        self.checks = Checks(runner, lookup)
+        self.checks = Checks(dispatcher, lookup)
         self.policy_of = policy_of
         self.worker_name = worker_name
 
-    def run(
+    def call(
         self, spec: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool], trace: CallTrace
     ) -> Tuple[str, str, Optional[str]]:
-        """Make one change; the text the model reads, the call's status and error."""
+        """Make one change (``kinds.ToolKind``); the text the model reads, the call's status and error."""
         call = ChangeCall(spec, arguments, run, interrupted)
         policy = self.policy_of(spec.agent)
-        built = payload.build(self.runner, call)
+        built = payload.build(self.dispatcher, call)
         self.admit(call, policy, built)
         holder = Holder(run.run_id, spec.agent, spec.name)
         try:
@@ -88,7 +91,7 @@ class ChangeRunner:
             digest = payload.digest(call, built, preview)
             trace.change = ChangeRecord(devices=built.devices, digest=digest, preview=preview, outcome="refused")
             ask = ChangeAsk(built.devices, digest, preview, header=payload.header(built))
-            trace.approved_by = self.runner.approver.approve(spec, arguments, run, ask)
+            trace.approved_by = self.approver.approve(spec, arguments, run, ask)
             built = self.confirm(call, policy, digest, preview)
             before = self._before(call)
             run.event(f"tool {spec.name} changing {', '.join(built.devices) or 'no named device'}: change {digest}")
@@ -126,7 +129,7 @@ class ChangeRunner:
 
     def confirm(self, call: ChangeCall, policy: ChangePolicy, digest: str, preview: Dict[str, str]) -> Built:
         """The change as it would run now: refused unless it is the change that was approved."""
-        again = payload.build(self.runner, call)
+        again = payload.build(self.dispatcher, call)
         shown = self.checks.preview(call, again.kwargs)
         now = payload.digest(call, again, shown)
         if now != digest:
@@ -179,9 +182,9 @@ class ChangeRunner:
         )
         self.control.outcomes.begin(change)
         run.event(f"tool {target.name} calling {service}.{task}", resource=[target.name])
-        timeout = self.runner.call_timeout(target, run)
+        timeout = self.dispatcher.call_timeout(target, run)
         try:
-            reply = self.runner.dispatch(target, built.kwargs, timeout, run, call.interrupted, trace, job)
+            reply = self.dispatcher.dispatch(target, built.kwargs, timeout, run, call.interrupted, trace, job)
             if not reply:
                 raise ToolError(f"job {job} for {service}.{task} got no reply in time")
         except ToolError as error:
@@ -206,12 +209,14 @@ class ChangeRunner:
     ) -> Tuple[str, str, Optional[str]]:
         """A change's reply as the model reads it; the devices it reached count against the run."""
         if isinstance(target, WorkflowSpec):
-            text, status, error, steps = workflow.render(target, uuid, reply, built.sha256 or "", self.runner.secrets())
+            text, status, error, steps = workflow.render(
+                target, uuid, reply, built.sha256 or "", self.dispatcher.secrets()
+            )
             call.run.touched({host for _, workers in steps for host in replies.devices_in(workers)})
             return text, status, error
         if target.target.service == "nornir":
             call.run.touched(replies.devices_in(reply))
-        return replies.render(target, uuid, reply, call.arguments, self.runner.secrets(), call.run.started)
+        return replies.render(target, uuid, reply, call.arguments, self.dispatcher.secrets(), call.run.started)
 
     # ------------------------------------------------------ after the change
 
@@ -256,13 +261,13 @@ class ChangeRunner:
             return RollbackRecord(state="not_allowed", error="the agent's changes.rollback is off")
         trace = CallTrace()
         try:
-            target, undo, shown = payload.rollback_call(self.runner, call, built)
+            target, undo, shown = payload.rollback_call(self.dispatcher, call, built)
         except ToolError as refused:
             return RollbackRecord(state="failed", error=str(refused))
         if definition.approval:
             ask = ChangeAsk(undo.devices, digest, shown, "roll back the change of tool", " (its verification failed)")
             try:
-                self.runner.approver.approve(spec, call.arguments, run, ask)
+                self.approver.approve(spec, call.arguments, run, ask)
             except ToolError as declined:
                 return RollbackRecord(state="declined", error=str(declined))
         run.event(f"tool {spec.name} rolling back change {digest} on {', '.join(undo.devices)}", severity="WARNING")

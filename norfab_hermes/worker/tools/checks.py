@@ -9,7 +9,7 @@ Reading devices around a change: its preview, and its verification.
   change named); after a rollback, the devices must show again what they
   showed before.
 
-Each read is a NorFab job of its own, through the tool runner (same guards,
+Each read is a NorFab job of its own, through the shared dispatcher (same guards,
 same per-target slots); its job UUID goes into the change's record.
 """
 
@@ -21,6 +21,7 @@ from ...models import CheckResult
 from ...safety.changes import clean_text, unmet
 from ...safety.redact import scrub
 from .calls import CallTrace, ToolError
+from .dispatch import Dispatcher
 from .replies import render
 from .specs import JobTarget
 
@@ -48,6 +49,9 @@ class StepCall:
     name: str
     target: JobTarget
 
+    def where(self) -> Tuple[str, str, Any]:
+        return self.target.service, self.target.task, self.target.workers
+
 
 def device_texts(reply: Any, headers: bool) -> Dict[str, str]:
     """Output per device of a nornir-style reply (keyed by host, then command); other replies under '*'."""
@@ -68,8 +72,8 @@ def device_texts(reply: Any, headers: bool) -> Dict[str, str]:
 class Checks:
     """Previews and verifications of the changes of one worker's agents."""
 
-    def __init__(self, runner: Any, lookup: Callable[[str, str], Any]) -> None:
-        self.runner = runner
+    def __init__(self, dispatcher: Dispatcher, lookup: Callable[[str, str], Any]) -> None:
+        self.dispatcher = dispatcher
         self.lookup = lookup  # (agent, tool name) -> the agent's spec of that tool
 
     def read(self, call: ChangeCall, check: Any) -> Tuple[Dict[str, str], Optional[str]]:
@@ -79,10 +83,12 @@ class Checks:
         if spec is None or spec.changes:
             raise ToolError(f"{check.tool} is not a read-only tool of agent '{agent}'")
         passed = {name: call.arguments[name] for name in check.arguments if name in call.arguments}
-        kwargs = self.runner.prepare(spec, passed)
+        kwargs = self.dispatcher.prepare(spec, passed)
         trace = CallTrace()
-        reply = self.runner.dispatch(spec, kwargs, self.runner.call_timeout(spec, run), run, call.interrupted, trace)
-        _, status, error = render(spec, trace.job_uuid, reply, passed, self.runner.secrets(), run.started)
+        reply = self.dispatcher.dispatch(
+            spec, kwargs, self.dispatcher.call_timeout(spec, run), run, call.interrupted, trace
+        )
+        _, status, error = render(spec, trace.job_uuid, reply, passed, self.dispatcher.secrets(), run.started)
         if status != "completed":
             raise ToolError(f"{check.tool} (job {trace.job_uuid}) failed: {error}")
         return device_texts(reply, headers=True), trace.job_uuid
@@ -101,14 +107,14 @@ class Checks:
         else:
             texts = self._dry_run(call, spec, {**kwargs, "dry_run": True})
         shown = sorted(texts.items())[:PREVIEW_DEVICES]
-        secrets = self.runner.secrets()
+        secrets = self.dispatcher.secrets()
         # masked like a tool result: the preview goes to the operator, the result and the run records
         return {device: clean_text(scrub(text, secrets), PREVIEW_CHARS) for device, text in shown}
 
     def _dry_run(self, call: ChangeCall, target: Any, kwargs: Dict[str, Any]) -> Dict[str, str]:
         trace, run = CallTrace(), call.run
-        reply = self.runner.dispatch(
-            target, kwargs, self.runner.call_timeout(target, run), run, call.interrupted, trace
+        reply = self.dispatcher.dispatch(
+            target, kwargs, self.dispatcher.call_timeout(target, run), run, call.interrupted, trace
         )
         failed = [
             f"{w}: {'; '.join(r.get('errors') or [str(r.get('status'))])}"

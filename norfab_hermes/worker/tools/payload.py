@@ -13,6 +13,7 @@ from ...safety.changes import EXACT_FILTERS, change_devices, change_digest, subs
 from . import workflow
 from .calls import ToolError
 from .checks import ChangeCall
+from .dispatch import Dispatcher
 from .specs import WorkflowSpec
 
 
@@ -25,14 +26,14 @@ class Built:
     sha256: Optional[str] = None  # a workflow file's
 
 
-def build(runner: Any, call: ChangeCall) -> Built:
+def build(dispatcher: Dispatcher, call: ChangeCall) -> Built:
     """The task arguments a change call would send now, and the devices they name; ToolError says why not."""
     spec, arguments = call.spec, call.arguments
     if isinstance(spec, WorkflowSpec):
-        runner.validate(spec, arguments, {"workers"})
-        flow, sha, devices = workflow.build(spec, runner.client, arguments, spec.target.timeout)
+        dispatcher.validate(spec, arguments, {"workers"})
+        flow, sha, devices = workflow.build(spec, dispatcher.client, arguments, spec.target.timeout)
         return Built({"workflow": flow}, devices, sha)
-    kwargs = runner.prepare(spec, arguments)
+    kwargs = dispatcher.prepare(spec, arguments)
     try:
         devices = change_devices(kwargs)
     except ValueError as error:
@@ -49,7 +50,7 @@ def digest(call: ChangeCall, built: Built, preview: Dict[str, str]) -> str:
     return change_digest({**change, "devices": built.devices, "preview": preview})
 
 
-def rollback_call(runner: Any, call: ChangeCall, built: Built) -> Tuple[Any, Built, Dict[str, str]]:
+def rollback_call(dispatcher: Dispatcher, call: ChangeCall, built: Built) -> Tuple[Any, Built, Dict[str, str]]:
     """Where the rollback goes, what it sends, and what the operator is shown per device."""
     spec, arguments = call.spec, call.arguments
     definition = spec.definition
@@ -66,7 +67,7 @@ def rollback_call(runner: Any, call: ChangeCall, built: Built) -> Tuple[Any, Bui
                 allow_commands=definition.allow_commands,
             ),
         )
-        flow, sha, devices = workflow.build(undo, runner.client, arguments, spec.target.timeout)
+        flow, sha, devices = workflow.build(undo, dispatcher.client, arguments, spec.target.timeout)
         shown = {device: f"workflow {url} (sha256 {sha})" for device in devices}
         return undo, Built({"workflow": flow}, devices, sha), shown
     name = rollback_argument(spec)

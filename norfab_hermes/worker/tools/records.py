@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 from ...errors import HermesError
 from ...models import ScheduleResultData
 from ...safety.redact import redact
-from .calls import ToolError
+from .calls import CallTrace, ToolError
 from .specs import SEARCH_CHARS, RecordsSpec
 
 DEFAULT_LIMIT = 10
@@ -59,6 +59,12 @@ class RecordsReader:
         self.evidence = evidence
         self.known = known
         self.secrets = secrets
+
+    def call(
+        self, spec: RecordsSpec, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool], trace: CallTrace
+    ) -> Tuple[str, str, Optional[str]]:
+        """A records tool's call (``kinds.ToolKind``): reads only, no job, nothing to interrupt."""
+        return self.read(spec, arguments)
 
     def read(self, spec: RecordsSpec, arguments: Dict[str, Any]) -> Tuple[str, str, Optional[str]]:
         """The text the model reads, the call's status and error; ToolError for a refused call."""

@@ -1,93 +1,35 @@
 """
-Running an agent's tool calls, through the worker's own NFPClient.
+Running an agent's tool calls: one path for every kind of tool.
 
-:class:`ToolRunner` executes a call: count it against the run's budget,
-then for a NorFab tool validate the model's arguments against the tool and
-the guards, merge fixed ones, ask for approval when the tool changes state,
-dispatch with a timeout inside the run's budget, and turn the NorFab reply
-into a redacted result the model can read (``replies``); approval is the
-``approval`` module's; a delegate's question goes to
-the delegator (``delegation``), a change (an approval-gated tool or a
-workflow) goes through the change envelope (``change``), a records tool's
-read to the records reader (``records``). Every reply a call receives is
-kept as evidence (``evidence``). Every result is bounded and recorded; every
-failure is a tool error the model sees; nothing here raises into Hermes.
+:class:`ToolRunner` counts a call against the run's budget, hands it to the
+executor of its spec's ``kind`` (``kinds``: a NorFab tool, a change inside
+the envelope, a delegate's question, a records read), bounds the text the
+model reads, and records the call on the run with an event. Every failure is
+a tool error the model sees; nothing here raises into Hermes.
 """
 
 import json
-import logging
-import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
-
-import jsonschema
+from typing import Any, Callable, Dict
 
 from ...models import ToolCallSummary, arguments_digest
-from ...norfab_compat import forget_job, tool_job_uuid
-from ...safety import commands, guards, tool_class
 from ...safety.redact import scrub
-from ..evidence import capture
-from .approval import Approver
 from .calls import CallTrace, ToolError
-from .replies import devices_in, render
-from .schemas import is_open, task_arguments_problem
-from .specs import DelegateSpec, RecordsSpec, ToolSpec
-
-log = logging.getLogger(__name__)
-MIN_CALL_SECONDS = 1.0  # a call needs at least this much of the run budget left
-
-
-def child_job_timeout(seconds: float) -> int:
-    """The NorFab job timeout for a tool call that may take ``seconds``.
-
-    nornir's cli task sets device read timeouts to 0.9 x the job timeout and
-    rejects fractions, so job timeouts go out in tens of seconds; the tool
-    still stops waiting at its own, exact deadline.
-    """
-    return max(10, int(seconds) // 10 * 10)
-
-
-def run_job_uuid(run: Any) -> str:
-    """The UUID of a job ``run`` sends: it names the run, the agent and on whose behalf it runs."""
-    operator = run.client or (f"schedule-{run.schedule_id}" if run.schedule_id else None)
-    return tool_job_uuid(run.run_id, run.agent, operator)
-
-
-def _response(text: str) -> str:
-    """A delegate's answer from the text the model reads."""
-    try:
-        return str(json.loads(text).get("response") or "")
-    except (ValueError, AttributeError):
-        return ""
+from .dispatch import Dispatcher
+from .kinds import ToolKind
 
 
 class ToolRunner:
-    """Executes NorFab tool calls for the agents of one worker."""
+    """Executes the tool calls of one worker's agents.
 
-    def __init__(
-        self,
-        client: Any,
-        max_chars: int,
-        per_target: int,
-        secrets: Callable[[], List[str]] = lambda: [],
-        ask: Optional[Callable[..., Any]] = None,
-        inbox: Any = None,
-        delegator: Any = None,
-        changes: Any = None,
-        evidence: Any = None,
-        records: Any = None,
-    ) -> None:
-        self.client = client
-        self.max_chars = max_chars
-        self.per_target = per_target
-        self.secrets = secrets
-        self.approver = Approver(ask, inbox)  # asks the run's operator or the inbox, for calls that need it
-        self.delegator = delegator  # asks other agents, for delegate tools
-        self.changes = changes  # runs change calls inside the change envelope (``change.ChangeRunner``)
-        self.evidence = evidence  # keeps every reply a call receives as artifacts (``evidence.store``)
-        self.records = records  # reads this worker's records, for records tools (``records``)
-        self._targets: Dict[str, threading.BoundedSemaphore] = {}
-        self._lock = threading.Lock()
+    Args:
+        dispatcher: the NorFab machinery the kinds share (bounding and secrets here).
+        kinds: the executor of each spec kind (``spec.kind``), registered by the host.
+    """
+
+    def __init__(self, dispatcher: Dispatcher, kinds: Dict[str, ToolKind]) -> None:
+        self.dispatcher = dispatcher
+        self.kinds = kinds
 
     def call(self, spec: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool]) -> str:
         """Run one call (a NorFab tool, a delegate or a records tool) and return the text the model reads."""
@@ -101,21 +43,12 @@ class ToolRunner:
             refusal = run.admit_tool_call(spec.name, digest)
             if refusal:
                 raise ToolError(f"{refusal}; the call was not made")
-            if isinstance(spec, DelegateSpec):
-                text, status, error = self.delegator.ask(spec, arguments, run, interrupted, trace)
-                answer = capture.answer_piece(spec.definition.workers, spec.definition.agent, _response(text))
-                trace.artifacts += self.keep(spec, run, trace, [answer])
-            elif isinstance(spec, RecordsSpec):
-                text, status, error = self.records.read(spec, arguments)
-            elif spec.changes and self.changes is not None:
-                text, status, error = self.changes.run(spec, arguments, run, interrupted, trace)
-            else:
-                text, status, error = self._norfab(spec, arguments, run, interrupted, trace)
+            text, status, error = self.kinds[spec.kind].call(spec, arguments, run, interrupted, trace)
         except ToolError as refused:
-            error = scrub(str(refused), self.secrets())
+            error = scrub(str(refused), self.dispatcher.secrets())
             text = json.dumps({"ok": False, "error": error, "tool": spec.name, "job_uuid": trace.job_uuid})
             status = "failed" if trace.job_uuid else "refused"
-        text, truncated = self.bound(text)
+        text, truncated = self.dispatcher.bound(text)
         service, task, workers = spec.where()
         summary = ToolCallSummary(
             tool=spec.name,
@@ -141,163 +74,3 @@ class ToolRunner:
             extras={"tool_call": summary.model_dump()},
         )
         return text
-
-    def _norfab(
-        self,
-        spec: ToolSpec,
-        arguments: Dict[str, Any],
-        run: Any,
-        interrupted: Callable[[], bool],
-        trace: CallTrace,
-    ) -> Tuple[str, str, Optional[str]]:
-        kwargs = self.prepare(spec, arguments)
-        timeout = self.call_timeout(spec, run)
-        trace.approved_by = self.approver.approve(spec, arguments, run)
-        target = spec.target
-        run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
-        reply = self.dispatch(spec, kwargs, timeout, run, interrupted, trace)
-        if target.service == "nornir":
-            run.touched(devices_in(reply))
-        kept = [a.artifact_id for a in trace.artifacts]
-        return render(spec, trace.job_uuid, reply, arguments, self.secrets(), run.started, kept)
-
-    def keep(self, spec: Any, run: Any, trace: CallTrace, pieces: List[capture.Piece]) -> List[Any]:
-        """Keep what a call received as evidence, listed on the run; nothing when the worker keeps none."""
-        if self.evidence is None or not pieces:
-            return []
-        task = f"{spec.target.service}.{spec.target.task}" if hasattr(spec, "target") else "hermes.invoke"
-        kept = self.evidence.keep_run(run, spec.name, task, trace.job_uuid, pieces, trace.approved_by)
-        run.artifacts.extend(kept)
-        return kept
-
-    # ------------------------------------------------------------- arguments
-
-    def validate(self, spec: Any, arguments: Dict[str, Any], fixed_names: Set[str]) -> None:
-        """The model's arguments against the tool: available, an object, nothing fixed or guarded, the schema."""
-        if spec.error:
-            raise ToolError(f"tool {spec.name} is unavailable: {spec.error}")
-        if not isinstance(arguments, dict):
-            raise ToolError("arguments must be a JSON object")
-        fixed = sorted(set(arguments) & fixed_names)
-        if fixed:
-            raise ToolError(
-                f"argument(s) {', '.join(fixed)} are fixed by the tool definition and cannot be set; call again without them"
-            )
-        refused = guards.refused_names(arguments)
-        if refused:
-            raise ToolError(
-                f"argument(s) {', '.join(refused)} are never accepted from a model; call again without them"
-            )
-        declared = set((spec.parameters or {}).get("properties") or {})
-        unknown = sorted(set(arguments) - declared)
-        if unknown and not is_open(spec.parameters or {}):
-            raise ToolError(
-                f"argument(s) {', '.join(unknown)} are not arguments of this tool "
-                f"(it takes: {', '.join(sorted(declared)) or 'none'}); call again without them"
-            )
-        try:
-            jsonschema.validate(arguments, spec.parameters or {"type": "object"})
-        except jsonschema.ValidationError as error:
-            path = ".".join(str(p) for p in error.absolute_path) or "arguments"
-            raise ToolError(
-                f"invalid arguments ({path}): {error.message}; call again with arguments matching the schema"
-            ) from None
-
-    def prepare(self, spec: ToolSpec, arguments: Dict[str, Any]) -> Dict[str, Any]:
-        """Validate the model's arguments and build the task kwargs."""
-        target = spec.target
-        self.validate(spec, arguments, set(target.kwargs) | {"workers"})
-        definition = spec.definition
-        spliced = {k: arguments[k] for k in target.job_data if k in arguments}
-        try:
-            guards.check_values(arguments, definition.allow_files, definition.allow_multiline)
-            commands.check_commands(arguments, spec.allowed_commands, spec.commands_text)
-            if not spec.changes:  # a read-only tool sends read-only forms, whatever its allow-list admits
-                commands.check_commands(arguments, tool_class.READ_ONLY_FORMS, commands.READ_ONLY_SUMMARY)
-            # job_data values are spliced into command templates: a line break would add a command
-            guards.check_values(spliced, definition.allow_files)
-            commands.check_spliced(spliced)
-        except ValueError as error:
-            raise ToolError(str(error)) from None
-        kwargs = {k: v for k, v in arguments.items() if k not in target.job_data}
-        kwargs.update(target.kwargs)
-        if spliced:
-            fixed_data = target.kwargs.get("job_data")
-            if fixed_data is not None and not isinstance(fixed_data, dict):
-                raise ToolError("the tool definition fixes job_data to a file; it cannot take arguments")
-            kwargs["job_data"] = {**spliced, **(fixed_data or {})}
-        problem = task_arguments_problem(spec.task_schema, kwargs, complete=True)
-        if problem:
-            where = f"{target.service}.{target.task}"
-            raise ToolError(f"the arguments do not fit {where} ({problem}); the call was not made")
-        return kwargs
-
-    def call_timeout(self, spec: Any, run: Any) -> float:
-        timeout = min(spec.target.timeout, run.remaining() - MIN_CALL_SECONDS)
-        if timeout < MIN_CALL_SECONDS:
-            raise ToolError("the run's time budget is spent; no time left for another tool call")
-        return timeout
-
-    # -------------------------------------------------------------- dispatch
-
-    def _semaphore(self, spec: Any) -> threading.BoundedSemaphore:
-        key = f"{spec.target.service}/{json.dumps(spec.target.workers)}"
-        with self._lock:
-            return self._targets.setdefault(key, threading.BoundedSemaphore(self.per_target))
-
-    def dispatch(
-        self,
-        spec: Any,
-        kwargs: Dict[str, Any],
-        timeout: float,
-        run: Any,
-        interrupted: Callable[[], bool],
-        trace: CallTrace,
-        uuid: Optional[str] = None,
-    ) -> Any:
-        """Submit the job (with ``uuid`` when the caller recorded it first) and follow it to its reply."""
-        target = spec.target
-        deadline = time.time() + timeout
-        # concurrent jobs to one nornir worker can come back empty; queue them
-        semaphore = self._semaphore(spec)
-        while not semaphore.acquire(timeout=0.2):
-            if interrupted():
-                raise ToolError("the run was interrupted before the call was made")
-            if time.time() > deadline:
-                raise ToolError(
-                    f"waited {timeout:.0f}s for other calls to {target.service} to finish; the call was not made"
-                )
-        try:
-            future = self.client.submit_job(
-                target.service,
-                target.task,
-                uuid=uuid or run_job_uuid(run),
-                kwargs=kwargs,
-                workers=target.workers,
-                timeout=child_job_timeout(deadline - time.time()),
-            )
-            if future is None:
-                raise ToolError(f"NorFab did not accept the job for {target.service}.{target.task}")
-            trace.job_uuid = future.uuid
-            while not future.done_event.is_set() and time.time() < deadline:
-                for event in future.events(timeout=0.2):
-                    if event.get("event_type") == "progress" and event.get("message") not in (None, "", "starting"):
-                        message = scrub(str(event["message"]), self.secrets())
-                        run.event(f"tool {spec.name}: {message}", resource=event.get("resource") or [])
-                if interrupted():
-                    raise ToolError(f"the run was interrupted while job {future.uuid} was running")
-            reply = future.result(timeout=0.5)
-            trace.artifacts += self.keep(
-                spec, run, trace, capture.pieces(target.service, target.task, reply, self.secrets())
-            )
-            return reply
-        finally:
-            semaphore.release()
-            if trace.job_uuid:
-                forget_job(self.client, trace.job_uuid)
-
-    def bound(self, text: str) -> Tuple[str, bool]:
-        if len(text) <= self.max_chars:
-            return text, False
-        note = f"\n[truncated: showing {self.max_chars} of {len(text)} characters; narrow the request to see the rest]"
-        return text[: self.max_chars] + note, True

@@ -94,6 +94,11 @@ class ToolSpec:
     def refused(self, reason: str) -> None:
         self.error = self.refusal = reason
 
+    @property
+    def kind(self) -> str:
+        """Which executor runs its calls (``kinds``): a change goes through the change envelope."""
+        return "change" if self.changes else "norfab"
+
     def where(self) -> Tuple[str, str, Any]:
         return self.target.service, self.target.task, self.target.workers
 
@@ -108,6 +113,8 @@ class ToolSpec:
 
 class DelegateSpec:
     """One agent's delegate: its question goes to another agent on one hermes worker."""
+
+    kind = "delegate"
 
     refusal = None  # nothing a service could refuse: the asked worker checks the question
 
@@ -175,6 +182,7 @@ SEARCH_CHARS = 200
 class RecordsSpec:
     """One agent's records tool: read-only records of this worker, of the agents its definition names."""
 
+    kind = "records"
     refusal = None
 
     def __init__(self, agent: str, name: str, definition: RecordsDefinition) -> None:
@@ -241,6 +249,7 @@ class WorkflowSpec:
     """One agent's workflow tool: a reviewed workflow file, its variables, and the steps it was read with."""
 
     changes = True  # always approval-gated, always inside the change envelope
+    kind = "change"
     refusal = None  # a file that fails its checks makes the tool unavailable until it is fixed (error)
     tool_class = ToolClass(CHANGE, "a workflow runs the steps of a reviewed file; it is always a change")
 
