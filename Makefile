@@ -23,7 +23,7 @@ env: .venv/.synced
 # the console's browser tests (tests/test_web.py) drive Debian's chromium through Playwright
 # (Playwright's own browser download is not used); installed here when missing and root (CI)
 browser:
-	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get install -y chromium; } \
+	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get update -qq && apt-get install -y -qq chromium; } \
 		|| echo "chromium is missing: apt-get install chromium (tests/test_web.py skips without it)"
 
 # three test processes on two cores: NorFab labs mostly wait on I/O (a whole run used 150% CPU);
