@@ -49,7 +49,7 @@ def signature_problem(seq: int, data: Dict[str, Any], keys: Optional[Dict[str, s
     claim = json.loads(str(signed["claim"]))
     if claim.get("grant") is not None:  # a console's request: the session key signed, the operator's key granted it
         try:
-            blob = granting_key(claim["grant"], blob, float(claim["issued"]))
+            _, blob = granting_key(claim["grant"], blob, float(claim["issued"]))
         except (SignatureError, KeyError, ValueError) as error:
             return f"entry {seq}: the operator's console grant does not verify ({error})"
     key = fingerprint(blob)

@@ -138,13 +138,15 @@ class IdentityGate:
     def _granted(self, grant: str, signing_blob: bytes, now: float) -> Tuple[str, str]:
         """(operator, their key's fingerprint) whose console grant vouches for the session key that signed."""
         try:
-            blob = grants.granting_key(grant, signing_blob, now)
+            named, blob = grants.granting_key(grant, signing_blob, now)
         except SignatureError as error:
             raise ProofRefused(f"grant: {error}", key=fingerprint(signing_blob)) from None
         key = fingerprint(blob)
         operator = self._keys.get(blob)
         if operator is None:
             raise ProofRefused(f"grant: made by key {key}, which no operator of worker '{self.worker}' holds", key=key)
+        if operator != named:
+            raise ProofRefused(f"grant: it names operator '{named}', but key {key} is operator '{operator}''s", key=key)
         return operator, key
 
     def _claim_problem(

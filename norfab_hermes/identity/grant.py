@@ -52,10 +52,11 @@ class SessionSigner:
         return sign_with(self.key, self.public_blob, message)
 
 
-def make_grant(signer: object, session_key: str, console: str, lifetime: float = GRANT_LIFETIME) -> str:
-    """A grant, signed by the operator's ``signer``, for the session key line ``session_key`` of ``console``."""
+def make_grant(signer: object, operator: str, session_key: str, console: str, lifetime: float = GRANT_LIFETIME) -> str:
+    """A grant, signed by ``operator``'s ``signer``, for the session key line ``session_key`` of ``console``."""
     issued = time.time()
     claim = GrantClaim(
+        operator=operator,
         key=fingerprint(key_blob(session_key)),
         console=console,
         issued=issued,
@@ -82,8 +83,9 @@ def parse_grant(grant: str) -> Tuple[GrantClaim, bytes, str]:
     return claim, canonical(wire["grant"]), signature
 
 
-def granting_key(grant: str, signing_blob: bytes, now: float) -> bytes:
-    """The key blob that made ``grant``, when it vouches for ``signing_blob`` at time ``now``; else SignatureError."""
+def granting_key(grant: str, signing_blob: bytes, now: float) -> Tuple[str, bytes]:
+    """(operator it names, the key blob that made it) of ``grant``, when it vouches for ``signing_blob`` at
+    time ``now``; else SignatureError. Whether that key is the operator's is the caller's check."""
     claim, message, signature = parse_grant(grant)
     blob = verify(message, signature)
     if claim.key != fingerprint(signing_blob):
@@ -92,4 +94,4 @@ def granting_key(grant: str, signing_blob: bytes, now: float) -> bytes:
         raise SignatureError(f"valid for more than {MAX_GRANT_LIFETIME / 3600:.0f}h")
     if claim.expires <= now:
         raise SignatureError(f"expired {now - claim.expires:.0f}s ago; sign in to the console again")
-    return blob
+    return claim.operator, blob

@@ -68,6 +68,7 @@ class GrantClaim(StrictModel):
 
     v: Literal[1] = Field(1, description="Grant format version")
     purpose: Literal["console-session"] = Field("console-session", description="What the grant is for")
+    operator: StrictStr = Field(..., description="The operator who signs in: the key must be one of theirs")
     key: StrictStr = Field(..., description="Fingerprint of the session key the console signs requests with")
     console: StrictStr = Field(..., description="The console the operator signed in to (its address), for the audit")
     issued: Union[StrictInt, StrictFloat] = Field(..., description="Unix time the grant was made")

@@ -28,10 +28,10 @@ def keys():
     return gate, lead, vera, mallory
 
 
-def session(operator_key, lifetime=3600.0, grant_for=None):
-    """A console session whose grant ``operator_key`` signed (for another session's key with ``grant_for``)."""
+def session(operator_key, name="lead", lifetime=3600.0, grant_for=None):
+    """A console session whose grant ``operator_key`` signed as ``name`` (for another session's key with ``grant_for``)."""
     signer = SessionSigner()
-    signer.grant = make_grant(operator_key, (grant_for or signer).public_line, "http://127.0.0.1:9", lifetime)
+    signer.grant = make_grant(operator_key, name, (grant_for or signer).public_line, "http://127.0.0.1:9", lifetime)
     return signer
 
 
@@ -45,7 +45,7 @@ def test_a_granted_session_key_acts_as_its_operator_with_their_roles(keys):
     assert verified.operator == "lead" and verified.fingerprint.startswith("SHA256:")
     assert verified.subject == "digest"
     with pytest.raises(ProofRefused, match="operator 'vera' may not approve: it needs role approver"):
-        gate.check("approve", ARGS, CLIENT, request(session(vera)))
+        gate.check("approve", ARGS, CLIENT, request(session(vera, "vera")))
     # the audit log keeps the request's claim with its grant: it verifies offline against the operators' keys
     keys_by_fingerprint = {verified.fingerprint: "lead"}
     assert signature_problem(1, {"signed": verified.audit()}, keys_by_fingerprint) is None
@@ -55,7 +55,9 @@ def test_a_granted_session_key_acts_as_its_operator_with_their_roles(keys):
 def test_forged_expired_or_borrowed_grants_are_refused(keys):
     gate, lead, _, mallory = keys
     with pytest.raises(ProofRefused, match="grant: made by key .* which no operator"):
-        gate.check("approve", ARGS, CLIENT, request(session(mallory)))
+        gate.check("approve", ARGS, CLIENT, request(session(mallory, "mallory")))
+    with pytest.raises(ProofRefused, match="grant: it names operator 'vera', but key .* is operator 'lead''s"):
+        gate.check("approve", ARGS, CLIENT, request(session(lead, "vera")))
     expired = session(lead, lifetime=1)
     proof = request(expired)
     with pytest.raises(ProofRefused, match="grant: expired"):
@@ -66,7 +68,7 @@ def test_forged_expired_or_borrowed_grants_are_refused(keys):
     with pytest.raises(ProofRefused, match="grant: it vouches for session key"):
         gate.check("approve", ARGS, CLIENT, request(borrowed))
     too_long = SessionSigner()
-    too_long.grant = make_grant(lead, too_long.public_line, "console", MAX_GRANT_LIFETIME * 2)
+    too_long.grant = make_grant(lead, "lead", too_long.public_line, "console", MAX_GRANT_LIFETIME * 2)
     gate.check("approve", ARGS, CLIENT, request(too_long))  # capped at the maximum by make_grant
     # without a grant the session key is nobody's
     with pytest.raises(ProofRefused, match="which no operator of worker"):
