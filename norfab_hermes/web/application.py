@@ -1,0 +1,128 @@
+"""
+``HermesConsole``: the hermes web console as an NFWeb application module
+(``norfab.clients.nfweb.application.NFWebApplicationModule``: ``name``,
+``routes()``, ``health()``, ``start()``, ``stop()``), and ``make_app`` to host
+it alone in Tornado. Client side: it reaches the hermes workers through the
+broker with one NorFab client, the way the ``nf#`` shell does, and never
+imports the worker or Hermes.
+"""
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
+
+import tornado.web
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from ..models import ApprovalInfo
+from ..routing import Router
+from ..routing.router import BROKER_TIMEOUT
+from . import handlers, views
+from .sessions import Session, Sessions
+
+STATIC = Path(__file__).parent / "static"
+IDENTITY_TTL = 30.0  # seconds the workers' identity lines are kept before they are asked again
+CALL_THREADS = 4  # NorFab client calls in flight at once (the client is blocking and thread-safe)
+
+T = TypeVar("T")
+
+
+class HermesConsole:
+    """
+    The console's state: its NorFab client, sessions, templates, and the approvals it has seen.
+
+    Args:
+        client: NorFab ``NFPClient`` (``nf.make_client(name="hermes-web")``).
+        base: URL path the console's routes live under.
+        timeout: seconds to wait for the broker and for each hermes task.
+    """
+
+    name = "hermes"
+
+    def __init__(self, client: Any, base: str = "/hermes", timeout: float = BROKER_TIMEOUT) -> None:
+        self.client = client
+        self.base = base.rstrip("/")
+        self.timeout = timeout
+        self.sessions = Sessions()
+        self.templates = Environment(
+            loader=PackageLoader("norfab_hermes.web", "templates"), autoescape=select_autoescape(default=True)
+        )
+        self.executor = ThreadPoolExecutor(CALL_THREADS, thread_name_prefix="hermes-web")
+        self._identity: Tuple[float, Dict[str, Tuple[bool, str]]] = (0.0, {})
+        self.seen: Dict[str, ApprovalInfo] = {}  # approvals seen pending, to show how they were decided
+        self.questions: Dict[str, str] = {}  # run id to its instructions: what the run was asked
+
+    # ------------------------------------------------------------ NFWeb module
+
+    def routes(self) -> List[Any]:
+        return handlers.routes(self, str(STATIC))
+
+    def health(self) -> Dict[str, Any]:
+        started = self._identity[0] > 0
+        return {"status": "ok" if started else "degraded", "sessions": len(self.sessions)}
+
+    async def start(self) -> None:
+        await self.identity()
+
+    async def stop(self) -> None:
+        self.sessions.clear()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    # ---------------------------------------------------------------- helpers
+
+    async def call(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` on the console's threads: NorFab client calls block."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
+
+    def router(self, session: Optional[Session]) -> Router:
+        """The shell's router, signing with the session's key (unsigned without one: identity off)."""
+        return Router(self.client, self.timeout, signer=session.signer if session else None)
+
+    def render(self, template: str, **context: Any) -> str:
+        return self.templates.get_template(template).render(**context)
+
+    async def identity(self) -> Dict[str, Tuple[bool, str]]:
+        """Each alive hermes worker's identity (on, its line), asked again after ``IDENTITY_TTL``."""
+        asked, known = self._identity
+        if time.time() - asked > IDENTITY_TTL or not known:
+            known = await self.call(views.identity, self.router(None))
+            self._identity = (time.time(), known)
+        return known
+
+    def refusals(self, session: Session) -> List[str]:
+        """Why workers that take only signed requests refuse this session (a signed get_status each)."""
+        router = self.router(session)
+        signing = [worker for worker, (on, _) in self._identity[1].items() if on]
+        refused = []
+        for worker, res in router.call("get_status", signing or router.select()).items():
+            failed, words = views.answer_of(res)
+            if failed:
+                refused.append(f"{worker}: {words}")
+        return refused
+
+    async def approvals(self, session: Optional[Session]) -> Dict[str, Any]:
+        """What the approvals page shows: pending ones with their runs' questions, then decided ones."""
+        router = self.router(session)
+        listing = await self.call(views.pending_approvals, router)
+        pending = {approval.approval_id for approval in listing.items}
+        for approval in listing.items:
+            self.seen[approval.approval_id] = approval
+            if approval.run_id not in self.questions:
+                state, _ = await self.call(views.run, router, approval.worker, approval.agent, approval.run_id)
+                if state is not None:
+                    self.questions[approval.run_id] = state.instructions
+        gone = [approval for approval_id, approval in self.seen.items() if approval_id not in pending]
+        decided = await self.call(views.approvals_of, router, gone) if gone else []
+        return {"listing": listing, "decided": decided, "questions": self.questions}
+
+
+def make_app(console: HermesConsole, debug: bool = False) -> tornado.web.Application:
+    """A Tornado application serving the console alone (CSRF tokens checked on every POST)."""
+    return tornado.web.Application(
+        console.routes(),
+        xsrf_cookies=True,
+        xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict"},
+        debug=debug,
+    )

@@ -1,0 +1,130 @@
+"""
+What the console's pages show, read through the hermes client the ``nf#``
+shell uses (``routing``): approvals across workers, runs and one run's
+timeline, each worker's identity; and the decisions the pages send. Every
+call goes out signed by the session's key (or unsigned where identity is
+off); the worker decides what it answers. Blocking: handlers run these on a
+thread.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+from ..errors import error_code
+from ..models import ApprovalInfo, RunStateData, RunSummary, WorkerStatus
+from ..routing import Router, RoutingError
+from ..routing.records import runs as recorded_runs
+
+RUN_FILTERS = ("agent", "state", "stop_reason", "text", "case_id")  # get_runs filters the runs page offers
+DECIDED_SHOWN = 20  # decided and expired approvals the approvals page keeps below the pending ones
+
+# CommonMark without raw HTML: tags in an answer come out as text; links keep markdown-it's
+# check (no javascript:, vbscript:, file: or data: other than images)
+_MARKDOWN = MarkdownIt("js-default")
+
+
+def markdown(text: str) -> Markup:
+    """An agent's answer as HTML: Markdown rendered, any HTML in it escaped."""
+    return Markup(_MARKDOWN.render(text or ""))
+
+
+def answer_of(res: Optional[dict]) -> Tuple[bool, str]:
+    """(failed, the worker's words) of a Result dict."""
+    res = res or {}
+    if res.get("failed") or res.get("result") is None:
+        return True, "; ".join(res.get("errors") or [str(res.get("status") or "no answer")])
+    return False, ""
+
+
+@dataclass
+class Listing:
+    """What a page read from the workers, and what some of them answered instead."""
+
+    items: List[Any] = field(default_factory=list)
+    problems: List[str] = field(default_factory=list)
+
+
+def identity(router: Router) -> Dict[str, Tuple[bool, str]]:
+    """Each alive hermes worker's identity, asked unsigned: (on, its line). A worker that refuses an
+    unsigned ``get_status`` takes only operators' signed requests."""
+    unsigned = Router(router.client, router.timeout, signer=None)
+    found: Dict[str, Tuple[bool, str]] = {}
+    for worker, res in unsigned.call("get_status", unsigned.select()).items():
+        failed, words = answer_of(res)
+        if failed:
+            found[worker] = (error_code(res) == "not_allowed", words)
+        else:
+            found[worker] = (False, WorkerStatus.model_validate(res["result"]).identity)
+    return found
+
+
+def pending_approvals(router: Router) -> Listing:
+    """Pending approvals of every alive hermes worker, oldest first."""
+    listing = Listing()
+    for worker, res in sorted(router.call("get_approvals", router.select()).items()):
+        failed, words = answer_of(res)
+        if failed:
+            listing.problems.append(f"{worker}: {words}")
+            continue
+        listing.items += [ApprovalInfo.model_validate(item) for item in res["result"]]
+    listing.items.sort(key=lambda approval: approval.requested)
+    return listing
+
+
+def approvals_of(router: Router, seen: List[ApprovalInfo]) -> List[ApprovalInfo]:
+    """The current state of approvals seen pending before, from their runs (newest first)."""
+    decided = []
+    for approval in sorted(seen, key=lambda a: a.requested, reverse=True)[:DECIDED_SHOWN]:
+        res = router.call("get_run", [approval.worker], {"agent": approval.agent, "run_id": approval.run_id})
+        if answer_of(res.get(approval.worker))[0]:
+            decided.append(approval)
+            continue
+        state = RunStateData.model_validate(res[approval.worker]["result"])
+        decided += [a for a in state.approvals if a.approval_id == approval.approval_id] or [approval]
+    return decided
+
+
+def decide(router: Router, task: str, approval_id: str, worker: str, note: Optional[str]) -> Tuple[bool, str]:
+    """``approve`` or ``deny`` on the approval's worker: (done, what the worker said)."""
+    try:
+        replies = router.decide(task, approval_id, note or None, workers=worker)
+    except RoutingError as error:
+        return False, str(error)
+    res = replies.get(worker)
+    failed, words = answer_of(res)
+    if failed:
+        return False, f"{worker} refused to {task} {approval_id}: {words}"
+    state = ApprovalInfo.model_validate(res["result"]).state  # type: ignore[index]
+    return True, f"{task} {approval_id} on {worker}: {state}"
+
+
+def runs(router: Router, filters: Dict[str, str], worker: Optional[str] = None) -> Listing:
+    """Recorded runs of the selected workers, newest first, with ``get_runs`` filters."""
+    listing = Listing()
+    try:
+        replies = recorded_runs(router, worker or None, limit=50, **{k: v or None for k, v in filters.items()})
+    except RoutingError as error:
+        return Listing(problems=[str(error)])
+    for name, res in sorted(replies.items()):
+        failed, words = answer_of(res)
+        if failed:
+            listing.problems.append(f"{name}: {words}")
+            continue
+        listing.items += [RunSummary.model_validate(run) for run in res["result"]["runs"]]
+    listing.items.sort(key=lambda run: run.started, reverse=True)
+    return listing
+
+
+def run(router: Router, worker: str, agent: str, run_id: str) -> Tuple[Optional[RunStateData], str]:
+    """One run's state with all its events (and its envelope once finished); or None and why."""
+    try:
+        reply = router.call("get_run", [worker], {"agent": agent, "run_id": run_id})
+    except RoutingError as error:
+        return None, str(error)
+    failed, words = answer_of(reply.get(worker))
+    if failed:
+        return None, f"{worker}: {words}"
+    return RunStateData.model_validate(reply[worker]["result"]), ""
