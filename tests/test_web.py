@@ -129,6 +129,7 @@ def signed_in(browser, console, keys, operator):
     page = context.new_page()
     page.goto(f"{console}/approvals")
     assert page.url == f"{console}/signin", "an unsigned browser is sent to sign in"
+    shoot(page, "signin")
     command = page.inner_text("#command").split()
     printed = io.StringIO()
     with redirect_stdout(printed):
@@ -240,6 +241,14 @@ def test_device_output_in_an_answer_renders_as_text_and_runs_no_script(lab, cons
     assert f"<script>window.{MARKER} = 1</script>" in answer, answer
     assert page.locator("#answer script, #answer img").count() == 0
     assert page.evaluate(f"window.{MARKER}") is None, "no script of the device's ran"
+    # the evidence behind it: the device's output whole, as text, its digest checked in the console
+    page.click("table.artifacts a")
+    assert page.inner_text("#device") == "r9" and page.inner_text("#command") == "show version"
+    assert HOSTILE_VERSION in page.inner_text("#artifact")
+    assert page.inner_text("#digest-check") == "matches the text below"
+    assert page.locator("#artifact script, #artifact img").count() == 0
+    assert page.evaluate(f"window.{MARKER}") is None
+    shoot(page, "evidence")
     csp = page.request.get(page.url).headers["content-security-policy"]
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp
     page.context.close()

@@ -209,6 +209,18 @@ class RunLive(ConsoleHandler):
         self.fragment("_timeline.html", done=done, state=state, problem=problem, markdown=views.markdown)
 
 
+class Evidence(ConsoleHandler):
+    """One artifact whole: the tool result as the worker kept it, its digest checked, its device, command, job."""
+
+    async def get(self, worker: str, agent: str, artifact_id: str) -> None:
+        if not self.allowed():
+            return
+        router = self.console.router(self.session)
+        item, problem = await self.console.call(views.artifact, router, worker, agent, artifact_id)
+        holds = views.digest_holds(item) if item else False
+        self.page("evidence.html", item=item, problem=problem, holds=holds, worker=worker, artifact_id=artifact_id)
+
+
 class SignInPage(ConsoleHandler):
     """Start a sign-in: a code tied to this browser and the command that grants it."""
 
@@ -279,6 +291,7 @@ def routes(console: Console, static: str) -> list:
         r"/runs": Runs,
         run: Run,
         run + r"/live": RunLive,
+        r"/evidence/([^/]+)/([^/]+)/([^/]+)": Evidence,
         r"/signin": SignInPage,
         r"/signin/([^/]+)/key": SignInKey,
         r"/signin/([^/]+)": SignInComplete,

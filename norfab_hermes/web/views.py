@@ -7,6 +7,7 @@ off); the worker decides what it answers. Blocking: handlers run these on a
 thread.
 """
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -14,7 +15,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from ..errors import error_code
-from ..models import ApprovalInfo, RunStateData, RunSummary, WorkerStatus
+from ..models import ApprovalInfo, Artifact, EvidenceResultData, RunStateData, RunSummary, WorkerStatus
 from ..routing import Router, RoutingError
 from ..routing.records import runs as recorded_runs
 
@@ -128,3 +129,20 @@ def run(router: Router, worker: str, agent: str, run_id: str) -> Tuple[Optional[
     if failed:
         return None, f"{worker}: {words}"
     return RunStateData.model_validate(reply[worker]["result"]), ""
+
+
+def artifact(router: Router, worker: str, agent: str, artifact_id: str) -> Tuple[Optional[Artifact], str]:
+    """One artifact whole from its worker's evidence; or None and why."""
+    try:
+        reply = router.call("evidence", [worker], {"agent": agent, "artifact_id": artifact_id})
+    except RoutingError as error:
+        return None, str(error)
+    failed, words = answer_of(reply.get(worker))
+    if failed:
+        return None, f"{worker}: {words}"
+    return EvidenceResultData.model_validate(reply[worker]["result"]).artifact, ""
+
+
+def digest_holds(item: Artifact) -> bool:
+    """Whether the artifact's text is what its sha256 says (checked here, in the console)."""
+    return hashlib.sha256(item.text.encode()).hexdigest() == item.sha256
