@@ -22,6 +22,7 @@ from ..identity.grant import SessionSigner, granting_key, parse_grant
 from ..identity.signatures import SignatureError
 
 SIGN_IN_TIMEOUT = 600.0  # seconds a started sign-in waits for its grant
+WAITING = 100  # sign-ins waiting at most: anyone who reaches the console can start one
 IDLE = 1800.0  # seconds a session lives without a request
 
 
@@ -69,8 +70,13 @@ class Sessions:
 
     def begin(self, browser: str) -> SignIn:
         """A new sign-in for the browser whose sign-in cookie is ``browser``."""
-        sign_in = SignIn(secrets.token_urlsafe(12), browser, SessionSigner(), time.time())
+        now = time.time()
+        sign_in = SignIn(secrets.token_urlsafe(12), browser, SessionSigner(), now)
         with self._lock:
+            for code in [c for c, s in self._sign_ins.items() if now - s.started > SIGN_IN_TIMEOUT]:
+                del self._sign_ins[code]
+            while len(self._sign_ins) >= WAITING:  # the oldest goes first (dicts keep insertion order)
+                del self._sign_ins[next(iter(self._sign_ins))]
             self._sign_ins[sign_in.code] = sign_in
         return sign_in
 
@@ -100,6 +106,8 @@ class Sessions:
         session = Session(secrets.token_urlsafe(32), operator, sign_in.signer, float(claim.expires), now)
         with self._lock:
             self._sign_ins.pop(code, None)
+            for ended in [i for i, s in self._sessions.items() if s.expires <= now or now - s.seen > IDLE]:
+                del self._sessions[ended]
             self._sessions[session.id] = session
         return session
 
