@@ -16,8 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 import tornado.web
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..models import ApprovalInfo
-from ..routing import Router
+from ..routing import Router, RoutingError
 from ..routing.router import BROKER_TIMEOUT
 from . import handlers, views
 from .sessions import Session, Sessions
@@ -51,8 +50,6 @@ class HermesConsole:
         )
         self.executor = ThreadPoolExecutor(CALL_THREADS, thread_name_prefix="hermes-web")
         self._identity: Tuple[float, Dict[str, Tuple[bool, str]]] = (0.0, {})
-        self.seen: Dict[str, ApprovalInfo] = {}  # approvals seen pending, to show how they were decided
-        self.questions: Dict[str, str] = {}  # run id to its instructions: what the run was asked
 
     # ------------------------------------------------------------ NFWeb module
 
@@ -60,8 +57,9 @@ class HermesConsole:
         return handlers.routes(self, str(STATIC))
 
     def health(self) -> Dict[str, Any]:
-        started = self._identity[0] > 0
-        return {"status": "ok" if started else "degraded", "sessions": len(self.sessions)}
+        """ok while the console last found hermes workers alive; how many, and the sessions open."""
+        workers = len(self._identity[1])
+        return {"status": "ok" if workers else "degraded", "workers": workers, "sessions": len(self.sessions)}
 
     async def start(self) -> None:
         await self.identity()
@@ -96,26 +94,37 @@ class HermesConsole:
         router = self.router(session)
         signing = [worker for worker, (on, _) in self._identity[1].items() if on]
         refused = []
-        for worker, res in router.call("get_status", signing or router.select()).items():
+        try:
+            replies = router.call("get_status", signing or router.select())
+        except RoutingError as error:
+            return [str(error)]
+        for worker, res in replies.items():
             failed, words = views.answer_of(res)
             if failed:
                 refused.append(f"{worker}: {words}")
         return refused
 
     async def approvals(self, session: Optional[Session]) -> Dict[str, Any]:
-        """What the approvals page shows: pending ones with their runs' questions, then decided ones."""
+        """What the approvals page shows: pending ones with their runs' questions, then those the session
+        saw pending that have been decided or expired since (each one's end read once, from its run)."""
         router = self.router(session)
         listing = await self.call(views.pending_approvals, router)
-        pending = {approval.approval_id for approval in listing.items}
+        if session is None:
+            return {"listing": listing, "decided": [], "questions": {}}
+        now = {approval.approval_id: approval for approval in listing.items}
+        gone = [approval for approval_id, approval in session.pending.items() if approval_id not in now]
+        for ended in await self.call(views.ends_of, router, gone):
+            session.decided[ended.approval_id] = ended
+            session.pending.pop(ended.approval_id, None)
+        session.decided = dict(list(session.decided.items())[-views.DECIDED_SHOWN :])
         for approval in listing.items:
-            self.seen[approval.approval_id] = approval
-            if approval.run_id not in self.questions:
+            if approval.run_id not in session.questions:
                 state, _ = await self.call(views.run, router, approval.worker, approval.agent, approval.run_id)
-                if state is not None:
-                    self.questions[approval.run_id] = state.instructions
-        gone = [approval for approval_id, approval in self.seen.items() if approval_id not in pending]
-        decided = await self.call(views.approvals_of, router, gone) if gone else []
-        return {"listing": listing, "decided": decided, "questions": self.questions}
+                session.questions[approval.run_id] = state.instructions if state else ""
+        session.pending.update(now)
+        session.questions = {a.run_id: session.questions[a.run_id] for a in listing.items}
+        decided = sorted(session.decided.values(), key=lambda a: a.decided or a.requested, reverse=True)
+        return {"listing": listing, "decided": decided, "questions": session.questions}
 
 
 def make_app(console: HermesConsole, debug: bool = False) -> tornado.web.Application:

@@ -83,6 +83,8 @@ class ConsoleHandler(tornado.web.RequestHandler):
         self.set_header("Cache-Control", "no-store")
 
     async def prepare(self) -> None:
+        if self.request.method == "POST":
+            self.check_xsrf_cookie()  # also when an NFWeb host that does not turn xsrf_cookies on serves it
         self.session = self.console.sessions.get(self.get_cookie(SESSION_COOKIE))
         self.identity = await self.console.identity()
         if self.session is None and not self.signing_required:

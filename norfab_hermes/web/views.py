@@ -53,7 +53,11 @@ def identity(router: Router) -> Dict[str, Tuple[bool, str]]:
     unsigned ``get_status`` takes only operators' signed requests."""
     unsigned = Router(router.client, router.timeout, signer=None)
     found: Dict[str, Tuple[bool, str]] = {}
-    for worker, res in unsigned.call("get_status", unsigned.select()).items():
+    try:
+        replies = unsigned.call("get_status", unsigned.select())
+    except RoutingError:
+        return found  # no hermes worker alive: the pages say so
+    for worker, res in replies.items():
         failed, words = answer_of(res)
         if failed:
             found[worker] = (error_code(res) == "not_allowed", words)
@@ -65,7 +69,11 @@ def identity(router: Router) -> Dict[str, Tuple[bool, str]]:
 def pending_approvals(router: Router) -> Listing:
     """Pending approvals of every alive hermes worker, oldest first."""
     listing = Listing()
-    for worker, res in sorted(router.call("get_approvals", router.select()).items()):
+    try:
+        replies = router.call("get_approvals", router.select())
+    except RoutingError as error:
+        return Listing(problems=[str(error)])
+    for worker, res in sorted(replies.items()):
         failed, words = answer_of(res)
         if failed:
             listing.problems.append(f"{worker}: {words}")
@@ -75,17 +83,15 @@ def pending_approvals(router: Router) -> Listing:
     return listing
 
 
-def approvals_of(router: Router, seen: List[ApprovalInfo]) -> List[ApprovalInfo]:
-    """The current state of approvals seen pending before, from their runs (newest first)."""
-    decided = []
-    for approval in sorted(seen, key=lambda a: a.requested, reverse=True)[:DECIDED_SHOWN]:
-        res = router.call("get_run", [approval.worker], {"agent": approval.agent, "run_id": approval.run_id})
-        if answer_of(res.get(approval.worker))[0]:
-            decided.append(approval)
-            continue
-        state = RunStateData.model_validate(res[approval.worker]["result"])
-        decided += [a for a in state.approvals if a.approval_id == approval.approval_id] or [approval]
-    return decided
+def ends_of(router: Router, gone: List[ApprovalInfo]) -> List[ApprovalInfo]:
+    """How approvals that left the pending list ended (decided or expired), read from their runs;
+    one whose run does not say yet is left out (asked again next time)."""
+    ended = []
+    for approval in gone:
+        state, _ = run(router, approval.worker, approval.agent, approval.run_id)
+        now = [a for a in (state.approvals if state else []) if a.approval_id == approval.approval_id]
+        ended += [a for a in now if a.state != "pending"]
+    return ended
 
 
 def decide(router: Router, task: str, approval_id: str, worker: str, note: Optional[str]) -> Tuple[bool, str]:

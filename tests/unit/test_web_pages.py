@@ -2,11 +2,13 @@
 untrusted text escaped, the CSRF token required, the security headers on pages and static files."""
 
 import asyncio
+import json
 from urllib.parse import urlencode
 
 import pytest
 import tornado.httpserver
 import tornado.testing
+from norfab.clients.nfweb.server import make_nfweb_application
 from tornado.httpclient import AsyncHTTPClient, HTTPResponse
 
 from norfab_hermes.web.application import HermesConsole, make_app
@@ -81,20 +83,23 @@ class OpenWorkers(FakeClient):
         return ok(answers[task]) if task in answers else super().answer(name, task, kwargs)
 
 
-@pytest.fixture
-def served():
-    """(fetch(path, **options), the fake client) of a console served on a free port."""
+@pytest.fixture(params=["alone", "nfweb"])
+def served(request):
+    """(fetch(path, **options), the fake client) of a console served on a free port: on its own
+    (make_app), and as an application module of NorFab's NFWeb host (which sets no xsrf_cookies)."""
     client = OpenWorkers({WORKER: FakeWorker(agents=["fixer"])})
     loop = asyncio.new_event_loop()
     console = HermesConsole(client)
     sock, port = tornado.testing.bind_unused_port()
 
     async def listen() -> tornado.httpserver.HTTPServer:
-        server = tornado.httpserver.HTTPServer(make_app(console))
+        host = make_app(console) if request.param == "alone" else make_nfweb_application([console])
+        server = tornado.httpserver.HTTPServer(host)
         server.add_sockets([sock])
         return server
 
     server = loop.run_until_complete(listen())
+    loop.run_until_complete(console.start())
 
     def fetch(path: str, **options) -> HTTPResponse:
         async def go() -> HTTPResponse:
@@ -170,3 +175,10 @@ def test_static_files_carry_the_same_policy(served):
     script = fetch("/hermes/static/console.js")
     assert script.code == 200 and script.headers["Content-Security-Policy"] == CSP
     assert b"X-Hermes-Live" in script.body
+
+
+def test_nfwebs_health_lists_the_console(served):
+    fetch, _ = served
+    health = fetch("/api/v1/health")
+    if health.code == 200:  # hosted by NFWeb
+        assert json.loads(health.body)["applications"]["hermes"] == {"status": "ok", "workers": 1, "sessions": 0}
