@@ -18,9 +18,11 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import eventually, free_port, hermes_worker, network, norfab
 from test_changes import ENABLE_PORT, PORT_STATE, changes_to, jobs, switch
 
+from norfab_hermes.identity.audit import verify_export_file
 from norfab_hermes.identity.keys import new_key
 from norfab_hermes.identity.signatures import KeyFileSigner
 from norfab_hermes.routing import Router
@@ -276,3 +278,31 @@ def test_a_post_without_the_csrf_token_is_refused(lab, console, browser, keys, n
     eventually(lambda: run_state(noc, run_id)["state"] == "finished", "the denied run ends")
     assert not [j for j in changes_to(base, "sw2") if "GigabitEthernet0/3" in str(j[2])]
     lead.context.close()
+
+
+def test_agents_and_an_audit_log_whose_console_decisions_verify_offline(lab, console, browser, keys, tmp_path):
+    page = signed_in(browser, console, keys, "lead")
+    page.goto(f"{console}/agents")
+    assert page.inner_text("tr.agent[data-agent=fixer] .changes") == "enable_port"
+    shoot(page, "agents")
+    page.goto(f"{console}/audit")
+    page.click("#verify")
+    assert page.inner_text(f"table.audit-checks tr[data-worker='{WORKER}'] td.state") == "intact"
+    shoot(page, "audit")
+    with page.expect_download() as download:
+        page.click("#export")
+    exported = tmp_path / "hermes-audit.jsonl"
+    download.value.save_as(exported)
+    operators = tmp_path / "operators.yaml"
+    operators.write_text(
+        yaml.safe_dump({n: {"keys": [Path(f"{p}.pub").read_text()], "roles": ROLES[n]} for n, p in keys.items()})
+    )
+    count, problems = verify_export_file(exported, operators)
+    assert count and not problems
+    entries = [json.loads(line) for line in exported.read_text().splitlines()]
+    decided = [e for e in entries if e["kind"] == "approval.decided" and e["data"]["state"] == "approved"]
+    assert decided, sorted({e["kind"] for e in entries})
+    assert decided[0]["actor"] == "lead"
+    claim = json.loads(decided[0]["data"]["signed"]["claim"])
+    assert claim["grant"], "the console's decision is signed by its session key under lead's grant"
+    page.context.close()

@@ -22,7 +22,9 @@ from . import handlers, views
 from .sessions import Session, Sessions
 
 STATIC = Path(__file__).parent / "static"
-IDENTITY_TTL = 30.0  # seconds the workers' identity lines are kept before they are asked again
+# seconds the workers' identity lines are kept: each ask is an unsigned get_status, which a worker with
+# operators refuses and records in its audit log; asked more often only for browsers not signed in
+IDENTITY_TTL, IDENTITY_TTL_SIGNED = 30.0, 600.0
 CALL_THREADS = 4  # NorFab client calls in flight at once (the client is blocking and thread-safe)
 
 T = TypeVar("T")
@@ -81,10 +83,11 @@ class HermesConsole:
     def render(self, template: str, **context: Any) -> str:
         return self.templates.get_template(template).render(**context)
 
-    async def identity(self) -> Dict[str, Tuple[bool, str]]:
-        """Each alive hermes worker's identity (on, its line), asked again after ``IDENTITY_TTL``."""
+    async def identity(self, signed: bool = False) -> Dict[str, Tuple[bool, str]]:
+        """Each alive hermes worker's identity (on, its line), asked again after ``IDENTITY_TTL``
+        (``IDENTITY_TTL_SIGNED`` for a signed-in browser's request)."""
         asked, known = self._identity
-        if time.time() - asked > IDENTITY_TTL or not known:
+        if time.time() - asked > (IDENTITY_TTL_SIGNED if signed else IDENTITY_TTL) or not known:
             known = await self.call(views.identity, self.router(None))
             self._identity = (time.time(), known)
         return known

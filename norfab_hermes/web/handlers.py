@@ -39,7 +39,7 @@ class Console(Protocol):
     client: Any
     sessions: Sessions
 
-    async def identity(self) -> Dict[str, Tuple[bool, str]]: ...
+    async def identity(self, signed: bool = False) -> Dict[str, Tuple[bool, str]]: ...
 
     async def call(self, function: Callable[..., T], *args: Any) -> T: ...
 
@@ -86,7 +86,7 @@ class ConsoleHandler(tornado.web.RequestHandler):
         if self.request.method == "POST":
             self.check_xsrf_cookie()  # also when an NFWeb host that does not turn xsrf_cookies on serves it
         self.session = self.console.sessions.get(self.get_cookie(SESSION_COOKIE))
-        self.identity = await self.console.identity()
+        self.identity = await self.console.identity(bool(self.session and self.session.operator))
         if self.session is None and not self.signing_required:
             self.session = self.console.sessions.anonymous()
             self.set_session_cookie(self.session)
@@ -223,6 +223,43 @@ class Evidence(ConsoleHandler):
         self.page("evidence.html", item=item, problem=problem, holds=holds, worker=worker, artifact_id=artifact_id)
 
 
+class Agents(ConsoleHandler):
+    """Every agent of every worker: its model, state, change tools, today's budget, runs in flight."""
+
+    async def get(self) -> None:
+        if self.allowed():
+            listing = await self.console.call(views.agents, self.console.router(self.session))
+            self.page("agents.html", listing=listing)
+
+
+class Audit(ConsoleHandler):
+    """The workers' audit logs: checked on request (every hash, every link, every kept signature), exported."""
+
+    async def get(self) -> None:
+        if not self.allowed():
+            return
+        checks = None
+        if self.get_query_argument("verify", ""):
+            checks = await self.console.call(views.audit_checks, self.console.router(self.session))
+        self.page("audit.html", checks=checks)
+
+
+class AuditExport(ConsoleHandler):
+    """Every worker's audit log as one JSON-lines file, as ``hermes audit export`` writes it."""
+
+    async def get(self) -> None:
+        if not self.allowed():
+            return
+        text, problem = await self.console.call(views.audit_export, self.console.router(self.session))
+        if problem:
+            self.set_status(502)
+            self.page("audit.html", checks=views.Listing(problems=[problem]))
+            return
+        self.set_header("Content-Type", "application/x-ndjson; charset=UTF-8")
+        self.set_header("Content-Disposition", 'attachment; filename="hermes-audit.jsonl"')
+        self.finish(text)
+
+
 class SignInPage(ConsoleHandler):
     """Start a sign-in: a code tied to this browser and the command that grants it."""
 
@@ -294,6 +331,9 @@ def routes(console: Console, static: str) -> list:
         run: Run,
         run + r"/live": RunLive,
         r"/evidence/([^/]+)/([^/]+)/([^/]+)": Evidence,
+        r"/agents": Agents,
+        r"/audit": Audit,
+        r"/audit/export": AuditExport,
         r"/signin": SignInPage,
         r"/signin/([^/]+)/key": SignInKey,
         r"/signin/([^/]+)": SignInComplete,

@@ -15,9 +15,18 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from ..errors import error_code
-from ..models import ApprovalInfo, Artifact, EvidenceResultData, RunStateData, RunSummary, WorkerStatus
-from ..routing import Router, RoutingError
-from ..routing.records import runs as recorded_runs
+from ..models import (
+    AgentBudget,
+    AgentSummary,
+    ApprovalInfo,
+    Artifact,
+    AuditVerifyData,
+    EvidenceResultData,
+    RunStateData,
+    RunSummary,
+    WorkerStatus,
+)
+from ..routing import Router, RoutingError, records
 
 RUN_FILTERS = ("agent", "state", "stop_reason", "text", "case_id")  # get_runs filters the runs page offers
 DECIDED_SHOWN = 20  # decided and expired approvals the approvals page keeps below the pending ones
@@ -112,7 +121,7 @@ def runs(router: Router, filters: Dict[str, str], worker: Optional[str] = None) 
     """Recorded runs of the selected workers, newest first, with ``get_runs`` filters."""
     listing = Listing()
     try:
-        replies = recorded_runs(router, worker or None, limit=50, **{k: v or None for k, v in filters.items()})
+        replies = records.runs(router, worker or None, limit=50, **{k: v or None for k, v in filters.items()})
     except RoutingError as error:
         return Listing(problems=[str(error)])
     for name, res in sorted(replies.items()):
@@ -152,3 +161,60 @@ def artifact(router: Router, worker: str, agent: str, artifact_id: str) -> Tuple
 def digest_holds(item: Artifact) -> bool:
     """Whether the artifact's text is what its sha256 says (checked here, in the console)."""
     return hashlib.sha256(item.text.encode()).hexdigest() == item.sha256
+
+
+@dataclass
+class AgentRow:
+    """One agent of one worker as the agents page shows it: its summary, today's budget, runs in flight."""
+
+    agent: AgentSummary
+    budget: Optional[AgentBudget]
+    active: int
+    changes: List[str]  # its tools that can change the network
+
+
+def agents(router: Router) -> Listing:
+    """Every agent of every alive hermes worker, with its worker's budgets and runs in flight."""
+    try:
+        listed, status = router.agents(), router.status()
+    except RoutingError as error:
+        return Listing(problems=[str(error)])
+    listing = Listing()
+    for worker, res in sorted(listed.items()):
+        failed, words = answer_of(res)
+        state = status.get(worker) or {}
+        if failed or answer_of(state)[0]:
+            listing.problems.append(f"{worker}: {words or answer_of(state)[1]}")
+            continue
+        health = WorkerStatus.model_validate(state["result"])
+        for item in res["result"]:
+            agent = AgentSummary.model_validate(item)
+            active = sum(1 for run in health.active_runs if run.agent == agent.name)
+            changes = sorted(name for name, tool in agent.tools.items() if (tool or {}).get("class") == "change")
+            listing.items.append(AgentRow(agent, health.budgets.get(agent.name), active, changes))
+    return listing
+
+
+def audit_checks(router: Router) -> Listing:
+    """``verify_audit`` of every alive hermes worker: each log's check, or why it could not be made."""
+    try:
+        replies = records.verify_audit(router)
+    except RoutingError as error:
+        return Listing(problems=[str(error)])
+    listing = Listing()
+    for worker, res in sorted(replies.items()):
+        failed, words = answer_of(res)
+        if failed:
+            listing.problems.append(f"{worker}: {words}")
+            continue
+        listing.items.append(AuditVerifyData.model_validate(res["result"]))
+    return listing
+
+
+def audit_export(router: Router) -> Tuple[str, str]:
+    """Every worker's audit log as JSON lines (``hermes audit export``), and a problem instead of it."""
+    try:
+        entries, _ = records.export(router)
+    except RoutingError as error:
+        return "", str(error)
+    return "".join(entry.model_dump_json() + "\n" for entry in entries), ""
