@@ -13,7 +13,11 @@ import asyncio
 import io
 import json
 import os
+import signal
+import subprocess
+import sys
 import threading
+import urllib.request
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -271,13 +275,41 @@ def test_a_post_without_the_csrf_token_is_refused(lab, console, browser, keys, n
     page.click("header .who button")
     assert page.url == f"{console}/signin"
     assert page.request.get(f"{console}/approvals/live").status == 403
-    noc_deny = noc.decide("deny", approval["approval_id"], "cleanup", workers=WORKER)
-    assert noc_deny[WORKER]["failed"], "noc is no approver"
+    assert noc.decide("deny", approval["approval_id"], "cleanup", workers=WORKER)[WORKER]["failed"], "no approver"
+    # the run's timeline, open while it waits, follows it to its end without a reload
     lead = signed_in(browser, console, keys, "lead")
-    lead.click("button.deny")
-    eventually(lambda: run_state(noc, run_id)["state"] == "finished", "the denied run ends")
+    lead.goto(f"{console}/runs/{WORKER}/fixer/{run_id}")
+    assert lead.inner_text("#run-state") == "waiting_for_approval"
+    lead.evaluate("window.stayed = true")
+    shell = Router(nf.client, signer=KeyFileSigner.load(keys["lead"]))
+    assert not shell.decide("deny", approval["approval_id"], "not tonight", workers=WORKER)[WORKER]["failed"]
+    lead.locator("#run-state", has_text="finished").wait_for(timeout=60_000)
+    assert lead.evaluate("window.stayed") is True, "the timeline changed in place"
+    assert "denied by lead" in lead.inner_text(".run-approvals")
     assert not [j for j in changes_to(base, "sw2") if "GigabitEthernet0/3" in str(j[2])]
     lead.context.close()
+
+
+def test_the_documented_command_serves_the_console_against_the_running_broker(lab):
+    """python -m norfab_hermes.web --inventory: a NorFab client of its own, no broker started, 127.0.0.1."""
+    nf, base = lab
+    port = free_port()
+    command = [sys.executable, "-m", "norfab_hermes.web", "--inventory", str(Path(nf.inventory_path).resolve())]
+    process = subprocess.Popen(
+        [*command, "--port", str(port), "--name", "hermes-web-cli"],
+        cwd=base,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        line = process.stdout.readline()
+        assert line.startswith(f"hermes console on http://127.0.0.1:{port}/hermes"), line
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/hermes/approvals") as page:
+            assert page.url.endswith("/hermes/signin"), "the workers have operators: sign in first"
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
 
 
 def test_agents_and_an_audit_log_whose_console_decisions_verify_offline(lab, console, browser, keys, tmp_path):
