@@ -63,7 +63,7 @@ FIXER = {
     "approval_timeout": 300,
     "tools": {"port_state": PORT_STATE, "enable_port": ENABLE_PORT, "show_version": SHOW_VERSION},
 }
-ROLES = {"lead": {"*": ["operator", "approver"]}, "noc": {"*": ["operator"]}, "vera": {"*": ["viewer"]}}
+ROLES = {"lead": {"*": ["operator", "approver", "admin"]}, "noc": {"*": ["operator"]}, "vera": {"*": ["viewer"]}}
 SCREENSHOTS = os.environ.get("NORFAB_HERMES_SCREENSHOTS")
 WIDTHS = {"wide": 1280, "narrow": 390}
 
@@ -310,6 +310,40 @@ def test_the_documented_command_serves_the_console_against_the_running_broker(la
     finally:
         process.send_signal(signal.SIGINT)
         assert process.wait(30) == 0
+
+
+def test_schedules_show_their_history_strip_and_pause_and_resume_in_the_page(lab, console, browser, keys):
+    nf, _ = lab
+    shell = Router(nf.client, signer=KeyFileSigner.load(keys["lead"]))
+
+    def schedule(**kwargs):
+        res = shell.call("schedule", [WORKER], {"agent": "fixer", **kwargs})[WORKER]
+        assert not res["failed"], res["errors"]
+        return res["result"]
+
+    definition = {"name": "watch-r9", "prompt": "how is r9", "schedule": "every 1h"}
+    [made] = schedule(action="create", definition=definition)["schedules"]
+    schedule(action="run", schedule_id=made["schedule_id"])
+    eventually(lambda: schedule(action="history", schedule_id=made["schedule_id"])["history"], "the run is recorded")
+    page = signed_in(browser, console, keys, "lead")
+    page.goto(f"{console}/schedules")
+    row = page.locator(f"tr.schedule[data-schedule='{made['schedule_id']}']")
+    assert row.locator("ol.strip li").get_attribute("class") == "run-ok"
+    assert row.locator(".schedule-state").inner_text() == "scheduled" and row.locator("time").inner_text()
+    shoot(page, "schedules")
+    row.locator("button.pause").click()
+    assert page.locator(".banner.flash").count() == 1
+    assert row.locator(".schedule-state").inner_text() == "paused"
+    assert schedule(action="list")["schedules"][0]["state"] == "paused", "the worker paused it"
+    row.locator("button.resume").click()
+    assert row.locator(".schedule-state").inner_text() == "scheduled"
+    # a viewer may not read an agent's schedules (admin): the page says why, and offers nothing to press
+    vera = signed_in(browser, console, keys, "vera")
+    vera.goto(f"{console}/schedules")
+    assert "operator 'vera' may not schedule" in vera.inner_text("main")
+    assert vera.locator("tr.schedule").count() == 0
+    vera.context.close()
+    page.context.close()
 
 
 def test_agents_and_an_audit_log_whose_console_decisions_verify_offline(lab, console, browser, keys, tmp_path):

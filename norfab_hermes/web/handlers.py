@@ -232,6 +232,32 @@ class Agents(ConsoleHandler):
             self.page("agents.html", listing=listing)
 
 
+class Schedules(ConsoleHandler):
+    """Every agent's scheduled checks: history strip, next run, pause and resume."""
+
+    async def get(self) -> None:
+        if self.allowed():
+            listing = await self.console.call(views.schedules, self.console.router(self.session))
+            self.page("schedules.html", listing=listing)
+
+
+class ScheduleAction(ConsoleHandler):
+    """Pause or resume one schedule: the worker checks the operator's role (admin) for the agent."""
+
+    async def post(self, worker: str, agent: str, schedule_id: str, action: str) -> None:
+        if not self.allowed():
+            return
+        router = self.console.router(self.session)
+        done, words = await self.console.call(views.pause_or_resume, router, action, worker, agent, schedule_id)
+        who = (self.session and self.session.operator) or f"client {self.console.client.name} (identity off)"
+        log.info(
+            f"Console {action} of schedule {schedule_id} of {agent} on {worker} by {who}: {'done' if done else 'refused'}"
+        )
+        if self.session is not None:
+            self.session.flash(words)
+        self.redirect(f"{self.console.base}/schedules")
+
+
 class Audit(ConsoleHandler):
     """The workers' audit logs: checked on request (every hash, every link, every kept signature), exported."""
 
@@ -332,6 +358,8 @@ def routes(console: Console, static: str) -> list:
         run + r"/live": RunLive,
         r"/evidence/([^/]+)/([^/]+)/([^/]+)": Evidence,
         r"/agents": Agents,
+        r"/schedules": Schedules,
+        r"/schedules/([^/]+)/([^/]+)/([^/]+)/(pause|resume)": ScheduleAction,
         r"/audit": Audit,
         r"/audit/export": AuditExport,
         r"/signin": SignInPage,

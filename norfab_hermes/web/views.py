@@ -24,11 +24,15 @@ from ..models import (
     EvidenceResultData,
     RunStateData,
     RunSummary,
+    ScheduleInfo,
+    ScheduleResultData,
+    ScheduleRun,
     WorkerStatus,
 )
 from ..routing import Router, RoutingError, records
 
 RUN_FILTERS = ("agent", "state", "stop_reason", "text", "case_id")  # get_runs filters the runs page offers
+HISTORY_SHOWN = 20  # runs of a schedule in its history strip, newest last
 DECIDED_SHOWN = 20  # decided and expired approvals the approvals page keeps below the pending ones
 
 # CommonMark without raw HTML: tags in an answer come out as text; links keep markdown-it's
@@ -218,3 +222,58 @@ def audit_export(router: Router) -> Tuple[str, str]:
     except RoutingError as error:
         return "", str(error)
     return "".join(entry.model_dump_json() + "\n" for entry in entries), ""
+
+
+@dataclass
+class ScheduleRow:
+    """One schedule with its last runs, oldest first (the history strip)."""
+
+    schedule: ScheduleInfo
+    history: List[ScheduleRun]
+
+
+def _schedule(router: Router, worker: str, agent: str, **kwargs: Any) -> Tuple[Optional[ScheduleResultData], str]:
+    """One ``schedule`` action for ``agent`` on ``worker``: its answer, or None and why."""
+    try:
+        reply = router.call("schedule", [worker], {"agent": agent, **kwargs})
+    except RoutingError as error:
+        return None, str(error)
+    failed, words = answer_of(reply.get(worker))
+    if failed:
+        return None, f"{worker}: {words}"
+    return ScheduleResultData.model_validate(reply[worker]["result"]), ""
+
+
+def schedules(router: Router) -> Listing:
+    """Every schedule of every agent of every alive hermes worker, with its history strip."""
+    try:
+        listed = router.agents()
+    except RoutingError as error:
+        return Listing(problems=[str(error)])
+    listing = Listing()
+    for worker, res in sorted(listed.items()):
+        failed, words = answer_of(res)
+        if failed:
+            listing.problems.append(f"{worker}: {words}")
+            continue
+        for agent in sorted(AgentSummary.model_validate(item).name for item in res["result"]):
+            found, problem = _schedule(router, worker, agent, action="list")
+            if found is None:
+                listing.problems.append(f"{agent}: {problem}")
+                continue
+            for info in found.schedules:
+                runs, problem = _schedule(
+                    router, worker, agent, action="history", schedule_id=info.schedule_id, limit=HISTORY_SHOWN
+                )
+                listing.items.append(ScheduleRow(info, list(reversed(runs.history)) if runs else []))
+                if problem:
+                    listing.problems.append(f"{agent} {info.name}: {problem}")
+    return listing
+
+
+def pause_or_resume(router: Router, action: str, worker: str, agent: str, schedule_id: str) -> Tuple[bool, str]:
+    """``schedule`` pause or resume of one schedule: (done, what the worker said)."""
+    done, problem = _schedule(router, worker, agent, action=action, schedule_id=schedule_id)
+    if done is None:
+        return False, f"{worker} refused to {action} {schedule_id}: {problem}"
+    return True, done.message or f"{action} {schedule_id} on {worker}"
