@@ -41,12 +41,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--host", default=HOST, help=f"address to listen on (default {HOST}: this host only)")
     parser.add_argument("--port", type=int, default=PORT, help=f"port to listen on (default {PORT})")
     parser.add_argument("--name", default=CLIENT_NAME, help=f"the console's NorFab client name (default {CLIENT_NAME})")
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        help="another Host header to answer, e.g. the name:port a reverse proxy forwards (repeatable); "
+        "its address and this host's loopback names are answered",
+    )
     options = parser.parse_args(argv)
-    asyncio.run(serve(options.inventory, options.host, options.port, options.name))
+    asyncio.run(serve(options.inventory, options.host, options.port, options.name, options.allow_host))
     return 0
 
 
-async def serve(inventory: str, host: str, port: int, name: str) -> None:
+async def serve(inventory: str, host: str, port: int, name: str, allow: List[str]) -> None:
     """Run the console until SIGINT or SIGTERM; its NorFab client is destroyed on the way out."""
     from norfab.core.nfapi import NorFab
 
@@ -61,7 +68,7 @@ async def serve(inventory: str, host: str, port: int, name: str) -> None:
     for number in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(number, stop.set)
     try:
-        async with console_server(client, host, port) as url:
+        async with console_server(client, host, port, allow) as url:
             print(f"hermes console on {url} (NorFab client {name})", flush=True)
             await stop.wait()
     finally:

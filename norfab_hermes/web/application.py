@@ -11,10 +11,11 @@ import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, TypeVar
 
 import tornado.web
 from jinja2 import Environment, PackageLoader, select_autoescape
+from tornado.log import access_log
 
 from ..routing import Router, RoutingError
 from ..routing.router import BROKER_TIMEOUT
@@ -38,14 +39,23 @@ class HermesConsole:
         client: NorFab ``NFPClient`` (``nf.make_client(name="hermes-web")``).
         base: URL path the console's routes live under.
         timeout: seconds to wait for the broker and for each hermes task.
+        hosts: the ``Host`` headers it answers (``name:port``), so that a page of another site that
+            rebinds its name to this address is refused; None answers any (its host checks them).
     """
 
     name = "hermes"
 
-    def __init__(self, client: Any, base: str = "/hermes", timeout: float = BROKER_TIMEOUT) -> None:
+    def __init__(
+        self,
+        client: Any,
+        base: str = "/hermes",
+        timeout: float = BROKER_TIMEOUT,
+        hosts: Optional[FrozenSet[str]] = None,
+    ) -> None:
         self.client = client
         self.base = base.rstrip("/")
         self.timeout = timeout
+        self.hosts = hosts
         self.sessions = Sessions()
         self.templates = Environment(
             loader=PackageLoader("norfab_hermes.web", "templates"), autoescape=select_autoescape(default=True)
@@ -130,11 +140,20 @@ class HermesConsole:
         return {"listing": listing, "decided": decided, "questions": session.questions}
 
 
+def log_request(handler: tornado.web.RequestHandler) -> None:
+    """Tornado's access log without query strings: a sign-in URL's grant stays out of it."""
+    request = handler.request
+    status = handler.get_status()
+    log = access_log.info if status < 400 else access_log.warning
+    log(f"{status} {request.method} {request.path} ({request.remote_ip}) {1000.0 * request.request_time():.1f}ms")
+
+
 def make_app(console: HermesConsole, debug: bool = False) -> tornado.web.Application:
     """A Tornado application serving the console alone (CSRF tokens checked on every POST)."""
     return tornado.web.Application(
         console.routes(),
         xsrf_cookies=True,
         xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict"},
+        log_function=log_request,
         debug=debug,
     )

@@ -11,7 +11,7 @@ signed-in session whenever some worker takes only operators' requests.
 import json
 import logging
 import secrets
-from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, TypeVar
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Protocol, Tuple, TypeVar
 
 import tornado.web
 from markupsafe import Markup
@@ -38,6 +38,7 @@ class Console(Protocol):
     base: str
     client: Any
     sessions: Sessions
+    hosts: Optional[FrozenSet[str]]
 
     async def identity(self, signed: bool = False) -> Dict[str, Tuple[bool, str]]: ...
 
@@ -83,6 +84,9 @@ class ConsoleHandler(tornado.web.RequestHandler):
         self.set_header("Cache-Control", "no-store")
 
     async def prepare(self) -> None:
+        if self.console.hosts is not None and self.request.host.lower() not in self.console.hosts:
+            # a page of another site whose name now points here (DNS rebinding) reads and posts as same-origin
+            raise tornado.web.HTTPError(403, f"Host {self.request.host!r} is not this console's")
         if self.request.method == "POST":
             self.check_xsrf_cookie()  # also when an NFWeb host that does not turn xsrf_cookies on serves it
         self.session = self.console.sessions.get(self.get_cookie(SESSION_COOKIE))

@@ -13,6 +13,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPResponse
 
 from norfab_hermes.web.application import HermesConsole, make_app
 from norfab_hermes.web.handlers import CSP
+from norfab_hermes.web.server import answered_hosts
 
 from .fakes import FakeClient, FakeWorker, ok
 
@@ -89,11 +90,12 @@ def served(request):
     (make_app), and as an application module of NorFab's NFWeb host (which sets no xsrf_cookies)."""
     client = OpenWorkers({WORKER: FakeWorker(agents=["fixer"])})
     loop = asyncio.new_event_loop()
-    console = HermesConsole(client)
     sock, port = tornado.testing.bind_unused_port()
+    alone = request.param == "alone"  # as python -m norfab_hermes.web serves it: its own Host headers only
+    console = HermesConsole(client, hosts=answered_hosts("127.0.0.1", port) if alone else None)
 
     async def listen() -> tornado.httpserver.HTTPServer:
-        host = make_app(console) if request.param == "alone" else make_nfweb_application([console])
+        host = make_app(console) if alone else make_nfweb_application([console])
         server = tornado.httpserver.HTTPServer(host)
         server.add_sockets([sock])
         return server
@@ -108,6 +110,7 @@ def served(request):
 
         return loop.run_until_complete(go())
 
+    fetch.alone, fetch.port = alone, port
     yield fetch, client
     server.stop()
     loop.run_until_complete(console.stop())
@@ -182,3 +185,11 @@ def test_nfwebs_health_lists_the_console(served):
     health = fetch("/api/v1/health")
     if health.code == 200:  # hosted by NFWeb
         assert json.loads(health.body)["applications"]["hermes"] == {"status": "ok", "workers": 1, "sessions": 0}
+
+
+def test_served_alone_another_sites_name_for_this_address_is_refused(served):
+    """A page whose name an attacker rebound to 127.0.0.1 (DNS rebinding) is same-origin with itself only."""
+    fetch, _ = served
+    rebound = fetch("/hermes/approvals", headers={"Host": f"rebound.example:{fetch.port}"})
+    assert rebound.code == (403 if fetch.alone else 200), "NFWeb's host answers any name"
+    assert fetch("/hermes/approvals", headers={"Host": f"localhost:{fetch.port}"}).code == 200
