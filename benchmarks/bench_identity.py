@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from common import median, p95, row, timed
+from common import added_rows, interleaved, row
 
 from norfab_hermes.identity import IdentityGate, mint
 from norfab_hermes.identity.keys import new_key
@@ -68,7 +68,6 @@ def continued_turns(url: str, directory: Path) -> List[Dict[str, Any]]:
     }
     for inventory in workers.values():
         inventory["model"]["default"] = "scripted-model"  # without one Hermes probes /models every turn
-    times: Dict[str, List[float]] = {"open": [], "signed": []}
     (directory / "norfab").mkdir()
     with running_norfab(directory / "norfab", workers) as nf:
         hermes = {
@@ -82,30 +81,20 @@ def continued_turns(url: str, directory: Path) -> List[Dict[str, Any]]:
                 raise RuntimeError(f"{agent}: {first['errors']}")
             sessions[agent] = first["result"]["session_id"]
 
-        def turn(agent: str, text: str) -> None:
+        def turn(agent: str) -> Any:
             worker = OPEN if agent == "open" else SIGNED
-            reply = hermes[agent].invoke(agent, text, session_id=sessions[agent], workers=worker)
-            if reply["failed"]:
-                raise RuntimeError(f"{agent}: {reply['errors']}")
 
-        for i in range(WARM_UP + TURNS):
-            for agent in ("open", "signed") if i % 2 else ("signed", "open"):
-                spent = timed(lambda: turn(agent, f"again {i}"))
-                if i >= WARM_UP:
-                    times[agent].append(spent * 1000)
+            def one(i: int) -> None:
+                reply = hermes[agent].invoke(agent, f"again {i}", session_id=sessions[agent], workers=worker)
+                if reply["failed"]:
+                    raise RuntimeError(f"{agent}: {reply['errors']}")
+
+            return one
+
+        times = interleaved({"open": turn("open"), "signed": turn("signed")}, TURNS, WARM_UP)
     note = f"{TURNS} continued turns each, interleaved, Python client via the router (2 requests a turn)"
-    rows = []
-    for agent, label in (("open", "without identity"), ("signed", "with identity")):
-        rows.append(row("identity", f"continued turn {label}, median", median(times[agent]), "ms", note))
-        rows.append(row("identity", f"continued turn {label}, p95", p95(times[agent]), "ms", note))
-    added = median(times["signed"]) - median(times["open"])
-    added_p95 = p95(times["signed"]) - p95(times["open"])
-    rows.append(row("identity", "added to a continued turn, median", added, "ms", f"budget: {BUDGET_MS:.0f} ms"))
-    rows.append(row("identity", "added to a continued turn, p95", added_p95, "ms", f"budget: {BUDGET_MS:.0f} ms"))
-    paired = [signed - open_ for signed, open_ in zip(times["signed"], times["open"])]
-    note = "median of (signed - unsigned) of each pair of turns run back to back: least sensitive to load"
-    rows.append(row("identity", "added to a continued turn, paired median", median(paired), "ms", note))
-    return rows
+    labels = {"open": "without identity", "signed": "with identity"}
+    return added_rows("identity", times, "open", "signed", labels, note, f"budget: {BUDGET_MS:.0f} ms")
 
 
 def run(model_url: str) -> list:

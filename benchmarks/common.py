@@ -73,3 +73,41 @@ def worker(url: str, count: int, **settings: Any) -> Dict[str, Any]:
     # a named model: without one Hermes probes a local server's /models every turn
     inventory["model"]["default"] = "scripted-model"
     return {WORKER: inventory}
+
+
+def interleaved(turns: Dict[str, Callable[[int], Any]], count: int, warm_up: int) -> Dict[str, List[float]]:
+    """Milliseconds of ``count`` calls of each turn, taken in pairs back to back (their order swapped
+    every other time), after ``warm_up`` pairs not counted: a busy machine slows both alike."""
+    names, times = list(turns), {name: [] for name in turns}
+    for i in range(warm_up + count):
+        for name in names if i % 2 else list(reversed(names)):
+            spent = timed(lambda: turns[name](i))
+            if i >= warm_up:
+                times[name].append(spent * 1000)
+    return times
+
+
+def added_rows(
+    benchmark: str, times: Dict[str, List[float]], base: str, other: str, labels: Dict[str, str], note: str, budget: str
+) -> List[Dict[str, Any]]:
+    """Median and p95 of each kind of turn, and what ``other`` adds to ``base``: medians, p95s, and the
+    median of the paired differences (least sensitive to load)."""
+    rows = []
+    for name in (base, other):
+        rows.append(row(benchmark, f"continued turn {labels[name]}, median", median(times[name]), "ms", note))
+        rows.append(row(benchmark, f"continued turn {labels[name]}, p95", p95(times[name]), "ms", note))
+    rows.append(
+        row(benchmark, "added to a continued turn, median", median(times[other]) - median(times[base]), "ms", budget)
+    )
+    rows.append(row(benchmark, "added to a continued turn, p95", p95(times[other]) - p95(times[base]), "ms", budget))
+    paired = [b - a for a, b in zip(times[base], times[other])]
+    rows.append(
+        row(
+            benchmark,
+            "added to a continued turn, paired median",
+            median(paired),
+            "ms",
+            "median of the differences of turns run back to back: least sensitive to load",
+        )
+    )
+    return rows

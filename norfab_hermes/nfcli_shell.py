@@ -48,6 +48,8 @@ from .nfcli.common import WorkersOption, agent_names, agent_verb, as_str, guarde
 from .nfcli.live import error_text
 
 # by name: inside HermesShell's body the field 'schedules' hides the module
+from .nfcli.notify import USAGE as NOTIFY_USAGE
+from .nfcli.notify import HermesNotifyCommand
 from .nfcli.schedules import HermesHistoryCommand, HermesPauseCommand, HermesResumeCommand, HermesSchedulesCommand
 
 picle_compat.install()  # the plugin seam hands no App: PICLE's class learns quoted '?' and subshell history
@@ -74,6 +76,8 @@ USAGE = (
     + schedules.USAGE
     + "\n"
     + carryover.USAGE
+    + "\n"
+    + NOTIFY_USAGE
 )
 
 
@@ -161,6 +165,9 @@ class HermesShell(BaseModel):
     timeout: Optional[StrictInt] = Field(None, description="Run budget in seconds (invoke, chat)")
     runs: records.HermesRunsCommand = Field(None, description="Past runs of the workers: who asked what, how it ended")
     audit: records.HermesAuditCommand = Field(None, description="The workers' audit logs: export them, verify them")
+    notify: HermesNotifyCommand = Field(
+        None, description="Notification channels: health, outbox, dead letters; test CHANNEL sends a test message"
+    )
 
     class PicleConfig:
         subshell = True

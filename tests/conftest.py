@@ -263,3 +263,54 @@ def network_jobs(base: Path, worker: str = "nornir-worker-1") -> List[Tuple[str,
 
     # the store keeps the job's arguments as {"kwargs": {...task arguments}}
     return [(task, (load(kwargs) if kwargs else {}).get("kwargs") or {}) for task, kwargs in rows]
+
+
+class WebhookReceiver:
+    """An HTTP receiver on 127.0.0.1 that checks each POST's HMAC signature the way the docs tell a
+    receiver to (its own code, not the worker's), keeps the bodies in order, and can go down and come back.
+    ``listen``: at once; else at ``start()``, once the lab is up: a process the lab forks (FakeNOS) would
+    keep a copy of the listening socket, and the port could not be bound again after ``stop()``."""
+
+    def __init__(self, secret: str, listen: bool = True) -> None:
+        self.secret = secret.encode()
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/hook"
+        self.posts: List[Dict[str, Any]] = []
+        self.server: Any = None
+        if listen:
+            self.start()
+
+    def start(self) -> None:
+        import hashlib
+        import hmac
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                stamp = self.headers.get("X-Hermes-Timestamp", "")
+                mac = hmac.new(receiver.secret, stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+                signed = hmac.compare_digest(f"sha256={mac}", self.headers.get("X-Hermes-Signature", ""))
+                fresh = stamp.isdigit() and abs(time.time() - int(stamp)) < 300
+                if signed and fresh:
+                    receiver.posts.append({"id": self.headers["X-Hermes-Message-Id"], **json.loads(body)})
+                self.send_response(204 if signed and fresh else 401)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def kinds(self, key: Optional[str] = None) -> List[str]:
+        return [p["kind"] for p in self.posts if key in (None, p["key"])]

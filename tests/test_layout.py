@@ -95,6 +95,7 @@ BELOW_HOST = {
     "schedules",
     "memory",
     "handover",
+    "notify",
 }
 ROOMS = {
     "errors": set(),
@@ -118,6 +119,7 @@ ROOMS = {
     "schedules": PURE | {"files", "hermes", "tools", "agents", "sessions", "runs", "records", "evidence"},
     "memory": PURE | {"hermes"},
     "handover": PURE | {"schedules"},
+    "notify": PURE | {"records"},  # its outbox is a SQLite file like the records'; told by the rooms above it
     "host": PURE | BELOW_HOST,
     "tasks": PURE | (BELOW_HOST - {"hermes"}),
     "wiring": PURE | BELOW_HOST | {"host", "tasks"},

@@ -29,7 +29,7 @@ VIEWER_TASKS = frozenset(
 ROLE_TASKS = {
     "operator": frozenset({"invoke", "start_run", "interrupt", "command"}),
     "approver": frozenset({"approve", "deny", "reset_breaker", "acknowledge_outcome"}),
-    "admin": frozenset({"manage_agent", "schedule", "memory", "reload_operators"}),
+    "admin": frozenset({"manage_agent", "schedule", "memory", "reload_operators", "notify"}),
 }
 
 

@@ -106,7 +106,18 @@ from .inputs import (
     ScheduleInput,
     StartRunInput,
 )
-from .notify import NOTIFY_EVENTS, EmailChannel, MatrixChannel, NotifySettings, WebhookChannel
+from .notify import (
+    NOTIFY_EVENTS,
+    ChannelStatus,
+    DeadLetter,
+    EmailChannel,
+    MatrixChannel,
+    NotifyInput,
+    NotifyResult,
+    NotifyResultData,
+    NotifySettings,
+    WebhookChannel,
+)
 from .records import (
     PREVIEW_CHARS,
     AuditEntry,
@@ -171,6 +182,11 @@ from .results import (
 
 __all__ = [
     "NOTIFY_EVENTS",
+    "ChannelStatus",
+    "DeadLetter",
+    "NotifyInput",
+    "NotifyResult",
+    "NotifyResultData",
     "EmailChannel",
     "MatrixChannel",
     "NotifySettings",

@@ -1,10 +1,11 @@
 """Notification channels of the worker inventory (``notify``): where findings and approvals are pushed."""
 
-from typing import Annotated, Dict, List, Literal, Union
+from typing import Annotated, Any, Dict, List, Literal, Union
 
-from pydantic import Field, PositiveFloat, PositiveInt, StrictBool, StrictStr, field_validator
+from norfab.models import Result
+from pydantic import Field, PositiveFloat, PositiveInt, StrictBool, StrictStr, field_validator, model_validator
 
-from .base import StrictModel
+from .base import StrictModel, TaskInput
 
 # what an operator must know about, pushed as it happens
 NOTIFY_EVENTS = (
@@ -70,6 +71,10 @@ class EmailChannel(ChannelFields):
     host: StrictStr = Field(..., description="SMTP server")
     port: PositiveInt = Field(25, description="SMTP port (587 with starttls, usually)")
     starttls: StrictBool = Field(False, description="Upgrade the connection with STARTTLS before sending")
+    ca_file: Union[None, StrictStr] = Field(
+        None,
+        description="starttls: CA certificates (PEM) the server's certificate is checked against; none: the system's",
+    )
     username_env: Union[None, StrictStr] = Field(
         None, description="Environment variable with the SMTP user name", pattern=ENV_NAME
     )
@@ -104,3 +109,51 @@ class NotifySettings(StrictModel):
     channels: Dict[StrictStr, Channel] = Field(
         {}, description="Channels by name, each with type webhook, email or matrix"
     )
+
+
+class DeadLetter(StrictModel):
+    """A message its channel kept refusing: set aside after max_attempts, the messages after it went on."""
+
+    key: StrictStr = Field(..., description="What it was about, e.g. approval:<id>")
+    kind: StrictStr = Field(..., description="Event kind")
+    attempts: int = Field(..., description="Sends tried")
+    error: Union[None, StrictStr] = Field(None, description="The last send's error")
+    at: Union[None, StrictStr] = Field(None, description="ISO time it was set aside")
+
+
+class ChannelStatus(StrictModel):
+    type: StrictStr = Field(..., description="webhook, email or matrix")
+    health: Literal["ok", "failing", "not_running"] = Field(
+        ..., description="ok; failing: its last send failed (it is retried); not_running: it could not start"
+    )
+    error: Union[None, StrictStr] = Field(None, description="Why it fails or does not run")
+    last_sent: Union[None, StrictStr] = Field(None, description="ISO time of its last delivered message")
+    waiting: int = Field(0, description="Messages in its outbox")
+    sent: int = Field(0, description="Messages delivered (kept a week)")
+    dead: int = Field(0, description="Dead letters")
+    dead_letters: List[DeadLetter] = Field([], description="The newest dead letters")
+
+
+class NotifyInput(TaskInput):
+    action: Literal["status", "test"] = Field("status", description="status: each channel; test: send a test message")
+    channel: Union[None, StrictStr] = Field(None, description="test: the channel to send to")
+    timeout: PositiveFloat = Field(15.0, description="test: seconds to wait for the channel to take it")
+    text: Union[None, StrictStr] = Field(None, max_length=500, description="test: a line the test message carries")
+
+    @model_validator(mode="after")
+    def _channel_for_test(self) -> "NotifyInput":
+        if self.action == "test" and not self.channel:
+            raise ValueError("channel: action test needs the channel's name, e.g. channel='noc-webhook'")
+        return self
+
+
+class NotifyResultData(StrictModel):
+    worker: StrictStr = Field(..., description="Worker name")
+    channels: Dict[StrictStr, ChannelStatus] = Field({}, description="Each channel's health and outbox")
+    test: Union[None, Dict[StrictStr, Any]] = Field(
+        None, description="test: the channel, state (sent, dead, waiting: not taken in time, not_running) and error"
+    )
+
+
+class NotifyResult(Result):
+    result: Union[None, NotifyResultData] = Field(None, description="The channels, and the test message's fate")

@@ -21,6 +21,7 @@ from .base import StrictModel
 from .carryover import ArtifactSummary, Criterion, CriterionResult
 from .changes import BreakerState, ChangeRecord, ChangesStatus, OutcomeUnknown
 from .definitions import Lineage
+from .notify import ChannelStatus
 
 # the closed sets of states and outcomes results carry
 ToolCallStatus = Literal["completed", "failed", "refused"]
@@ -316,6 +317,9 @@ class WorkerStatus(StrictModel):
     records_waiting: int = Field(0, description="Records kept on the worker while the shared record does not answer")
     records_problem: Union[None, StrictStr] = Field(
         None, description="Why the shared record (PostgreSQL) does not answer now, and the fix"
+    )
+    notify: Dict[StrictStr, ChannelStatus] = Field(
+        {}, description="Notification channels: each one's health, outbox and dead letters"
     )
 
 

@@ -3,12 +3,20 @@ Renderings of hermes results for the ``nf#`` shell: tables of agents,
 workers and sessions, and one session's conversation.
 """
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ..models import AgentBudget, AgentSummary, SchedulerStatus, SessionDetails, SessionSummary, WorkerStatus
+from ..models import (
+    AgentBudget,
+    AgentSummary,
+    ChannelStatus,
+    SchedulerStatus,
+    SessionDetails,
+    SessionSummary,
+    WorkerStatus,
+)
 from ..routing import Target
 from .live import error_text, markdown
 from .tables import CLIP, WRAP, short_time, table
@@ -71,7 +79,7 @@ def state_text(state: Optional[str]) -> Optional[Text]:
 
 
 def status_view(replies: Dict[str, dict]) -> RenderableType:
-    workers, errors, runs, schedulers, budgets = [], [], [], [], []
+    workers, errors, runs, schedulers, budgets, channels, channel_errors = [], [], [], [], [], [], []
     for worker, res in sorted(replies.items()):
         problem = failed(res)
         if problem:
@@ -94,6 +102,9 @@ def status_view(replies: Dict[str, dict]) -> RenderableType:
         )
         schedulers.extend(scheduler_rows(worker, status.scheduler))
         budgets.extend(budget_row(worker, agent, budget) for agent, budget in sorted(status.budgets.items()))
+        rows, problems = channel_rows(worker, status.notify)
+        channels.extend(rows)
+        channel_errors.extend(problems)
     views: List[RenderableType] = [
         table(
             "hermes workers",
@@ -112,7 +123,24 @@ def status_view(replies: Dict[str, dict]) -> RenderableType:
         views.append(table("schedulers", columns, schedulers, drop=["last tick", "ticking"], text={"overdue": WRAP}))
     if budgets:
         views.append(table("daily budgets (UTC day)", ["worker", "agent", "spent today", "used"], budgets))
+    if channels:
+        columns = ["worker", "channel", "health", "waiting", "sent", "dead"]
+        views += [table("notification channels", columns, channels), *channel_errors]
     return Group(*views)
+
+
+def channel_rows(worker: str, channels: Dict[str, ChannelStatus]) -> Tuple[List[List[Any]], List[Text]]:
+    """A notification channel per row (whether it delivers, what waits in its outbox, its dead letters),
+    and a line for each one's error, under the table: errors are long."""
+    style = {"ok": "", "failing": "yellow", "not_running": "red"}
+    rows, errors = [], []
+    for name, channel in sorted(channels.items()):
+        health = Text(channel.health, style=style[channel.health])
+        dead = Text(str(channel.dead), style="red" if channel.dead else "")
+        rows.append([worker, f"{name} ({channel.type})", health, channel.waiting, channel.sent, dead])
+        if channel.error:
+            errors.append(Text(f"{worker} {name}: {channel.error}", style=style[channel.health]))
+    return rows, errors
 
 
 def budget_row(worker: str, agent: str, budget: AgentBudget) -> List[Any]:

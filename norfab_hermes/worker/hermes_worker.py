@@ -31,6 +31,7 @@ from .tasks.changes import ChangeTasks
 from .tasks.evidence import EvidenceTasks
 from .tasks.handover import HandoverTasks
 from .tasks.memory import MemoryTasks
+from .tasks.notify import NotifyTasks
 from .tasks.records import RecordTasks
 from .tasks.runs import RunTasks
 from .tasks.schedules import ScheduleTasks
@@ -56,6 +57,7 @@ class HermesWorker(
     MemoryTasks,
     EvidenceTasks,
     HandoverTasks,
+    NotifyTasks,
     ServiceTasks,
 ):
     """

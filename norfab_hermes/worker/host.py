@@ -32,6 +32,7 @@ from .hermes import metering, patches, plugin, port
 from .hermes.gateway import Gateway
 from .hermes.runtime import HermesRuntime
 from .memory.store import AgentMemory
+from .notify.notifier import Notifier
 from .operations import HostOperations
 from .records.store import Records
 from .runs import turn
@@ -94,15 +95,16 @@ class HermesHost(HostOperations):
         self.catalog = AgentCatalog(worker_name, root, inventory, agents, errors)
         self.runtime = HermesRuntime(worker_name, root, self.catalog.secrets, inventory.hermes_log_level)
         self.records = Records(root, worker_name, inventory.records)
+        self.notifier = Notifier(worker_name, root, inventory.notify)
         recorder = RunRecorder(self.records, worker_name, self.catalog.secrets)
         self.runs = RunRegistry(worker_name, root, inventory.max_concurrent_runs, recorder)
-        self.daily = DailyUsage(self.records)
+        self.daily = DailyUsage(self.records, self.notifier.budget)
         self.sessions = Sessions(worker_name, self.runtime)
         self.tools = ToolBox(client, inventory.tool_retry_interval, inventory.read_only_tasks)
         self.lifecycle = Lifecycle(
             worker_name, self.catalog, self.runtime, self.runs, self.tools, definition_of or self.catalog.require
         )
-        self.approvals = ApprovalInbox(worker_name, self.records)
+        self.approvals = ApprovalInbox(worker_name, self.records, channels=[self.notifier])
         self.delegator = Delegator(client, worker_name, self.catalog.secrets, delegation_signer(inventory))
         self.pipeline = RunPipeline(
             worker_name,
@@ -124,7 +126,13 @@ class HermesHost(HostOperations):
             lambda run: run.session_id or self.sessions.current(run.agent, run.chat_id),
         )
         self.schedules = Schedules(
-            worker_name, self.catalog, self.runtime, self.pipeline.run_scheduled, self.evidence, self.records.claim
+            worker_name,
+            self.catalog,
+            self.runtime,
+            self.pipeline.run_scheduled,
+            self.evidence,
+            self.records.claim,
+            self.notifier.schedule_run,
         )
         self.memory = AgentMemory(worker_name, self.catalog.home, self.catalog.secrets)
         self.handover = Handover(
@@ -151,7 +159,7 @@ class HermesHost(HostOperations):
         )
         self.changes = ChangeControl(root, worker_name, self.records.db)
         self.tool_runner.changes = ChangeRunner(
-            self.tool_runner, self.changes, self.tools.get, self.change_policy, worker_name
+            self.tool_runner, self.changes, self.tools.get, self.change_policy, worker_name, self.notifier.change
         )
 
     @property
@@ -164,6 +172,8 @@ class HermesHost(HostOperations):
         """Prepare the instance root, import Hermes, render the agents' profiles, start the gateway."""
         cut_changes = self.changes.outcomes.recover()  # before the runs are settled: their runs end outcome_unknown
         cut_runs, cut_approvals = self.records.settle(cut_changes)
+        self.notifier.cut_changes(cut_changes)
+        self.notifier.start(self.approvals.decide_from_channel)
         if cut_runs or cut_approvals:
             log.warning(
                 f"{self.worker_name} - Runs {cut_runs} and approvals {cut_approvals} were open when the worker "
@@ -191,6 +201,7 @@ class HermesHost(HostOperations):
             elif self.runtime.gateway.adapter(name) is None:
                 self.catalog.errors.setdefault(name, f"agent '{name}': Hermes did not start its NorFab adapter")
         self.schedules.start()
+        self.notifier.agents(self.catalog.errors)
         self.evidence.prune()
         threading.Thread(target=self._retry_tools, name=f"{self.worker_name}-tool-retry", daemon=True).start()
         log.info(f"{self.worker_name} - Hermes gateway serving agents {sorted(self.catalog.available())}")
@@ -202,6 +213,7 @@ class HermesHost(HostOperations):
             if self.tools.retry_unavailable():
                 plugin.install_tools(self.tools.specs)
                 log.info(f"{self.worker_name} - Tools that were unavailable are now resolved")
+            self.notifier.agents(self.catalog.errors)
 
     def _settle_cut_turns(self, gateway: Gateway, cut_changes: List[OutcomeUnknown]) -> None:
         # before the gateway starts: it would otherwise run cut turns again on its own
@@ -227,6 +239,7 @@ class HermesHost(HostOperations):
         self.schedules.stop()
         self.runs.stop_all("worker shutting down", turn.GRACE, turn.POLL)
         self.runtime.stop()
+        self.notifier.stop()
         port.unbind(self)
         log.info(f"{self.worker_name} - Hermes gateway stopped")
 

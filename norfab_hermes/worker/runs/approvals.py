@@ -241,6 +241,27 @@ class ApprovalInbox:
         self._record(info, "partly_approved" if partial else "decided", by)
         return info
 
+    def decide_from_channel(
+        self, approval_id: str, approve: bool, operator: str, note: Optional[str], channel: str
+    ) -> ApprovalInfo:
+        """A decision a channel read from a user it authenticated (a Matrix homeserver's) and mapped to
+        ``operator``: the channel stands in for the proof, everything else is checked as for nf#
+        (the operator's approver role for the agent, four eyes, the approvers, still pending)."""
+        with self._lock:
+            record = self._approvals.get(approval_id)
+        if self._signed() and operator not in self.identity.operators:
+            raise NotAllowed(
+                f"'{operator}' is not an operator of worker '{self.worker_name}': channel {channel} maps its user to "
+                "a name the worker's operators do not have"
+            )
+        subject = (record.request.change_digest or record.request.arguments_digest) if record else None
+        info = self.decide(approval_id, approve, operator, note, subject)
+        if self.records is not None:
+            self.records.note(
+                "approval.channel", info.agent, info.run_id, operator, approval_id=approval_id, channel=channel
+            )
+        return info
+
     def _signed(self) -> bool:
         return self.identity is not None and self.identity.enabled
 

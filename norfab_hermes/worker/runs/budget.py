@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Protocol, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Set, Tuple
 
 from ...models import AgentBudget, AgentDefinition, HermesInventory, ModelPrice, StopReason
 
@@ -66,11 +66,16 @@ class Ledger(Protocol):
     def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]: ...
 
 
+# told(kind, agent, text, day): what an operator must hear of an agent's daily budget (the notifier)
+Told = Callable[[str, str, str, str], None]
+
+
 class DailyUsage:
     """What each agent's runs spent today, shared by all runs of the worker, kept in ``ledger``."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, told: Optional[Told] = None) -> None:
         self.ledger = ledger
+        self.told = told  # told(kind, agent, text, day): budget_warning at 90 %, over_budget when the day is over
         self._warned: Dict[Tuple[str, str], int] = {}  # (agent, day) -> highest warning level given
         # (agent, day) -> the limits a request was refused under: the agent's day is over until they change
         self._refused: Dict[Tuple[str, str], Tuple[DailyLimits, str]] = {}
@@ -93,6 +98,8 @@ class DailyUsage:
         reason = self._refusal(agent, day, limits, model, expected)
         if reason is not None:
             self._refused[(agent, day)] = (limits, reason)
+            if self.told is not None:
+                self.told("over_budget", agent, reason, day)
         return reason
 
     def _refusal(self, agent: str, day: str, limits: DailyLimits, model: Optional[str], expected: int) -> Optional[str]:
@@ -122,7 +129,10 @@ class DailyUsage:
             if level <= self._warned.get((agent, day), 0):
                 return None
             self._warned[(agent, day)] = level
-        return f"agent '{agent}' spent {level} % of its daily budget: {self._spent_text(tokens, cost, limits)}"
+        warning = f"agent '{agent}' spent {level} % of its daily budget: {self._spent_text(tokens, cost, limits)}"
+        if level >= WARN_AT[-1] and self.told is not None:
+            self.told("budget_warning", agent, warning, day)
+        return warning
 
     def status(self, agent: str, limits: DailyLimits) -> AgentBudget:
         day = today()

@@ -43,12 +43,17 @@ def newest(runs: List[ScheduleRun], kept: int) -> List[ScheduleRun]:
     return list(reversed(chosen))
 
 
+# told(agent, run, runs): a run just recorded; runs(agent, schedule_id, limit) reads the newest ones
+Told = Callable[[str, ScheduleRun, Callable[[str, Optional[str], int], List[ScheduleRun]]], None]
+
+
 class ScheduleHistory:
     """Runs of every agent's schedules; ``home(agent)`` is the agent's profile home."""
 
-    def __init__(self, worker_name: str, home: Callable[[str], Path]) -> None:
+    def __init__(self, worker_name: str, home: Callable[[str], Path], told: Optional[Told] = None) -> None:
         self.worker_name = worker_name
         self.home = home
+        self.told = told  # the notifier: each run once recorded, with a way to read the schedule's newest runs
         self._lock = threading.Lock()
         self._appends: Dict[str, int] = {}  # agent -> runs recorded since its file was last pruned
 
@@ -65,6 +70,8 @@ class ScheduleHistory:
             if self._appends[agent] >= HISTORY_KEPT:  # prune now and then, not at every run
                 self._appends[agent] = 0
                 self._write(agent, newest(self._read(agent), HISTORY_KEPT))
+        if self.told is not None:
+            self.told(agent, run, self.runs)
 
     def _read(self, agent: str) -> List[ScheduleRun]:
         path = self._file(agent)

@@ -43,7 +43,7 @@ from ..hermes.records import CronJob
 from ..hermes.runtime import HermesRuntime
 from . import watch
 from .actions import ScheduleActions
-from .history import ScheduleHistory, iso, parse_time
+from .history import ScheduleHistory, Told, iso, parse_time
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,7 @@ class Schedules:
         run_scheduled: runs a due job as a run of its agent.
         evidence: the tool results runs received (criteria are checked on them).
         claim: who runs a due occurrence of a grouped schedule (the records).
+        told: told of every run the history records (the notifier).
     """
 
     def __init__(
@@ -86,6 +87,7 @@ class Schedules:
         run_scheduled: RunScheduled,
         evidence: EvidenceStore,
         claim: Optional[Claim] = None,
+        told: Optional[Told] = None,
     ) -> None:
         self.worker_name = worker_name
         self.claim = claim
@@ -98,7 +100,7 @@ class Schedules:
         self._thread: Optional[threading.Thread] = None
         self._next_due: Dict[str, Tuple[float, Optional[datetime]]] = {}  # agent -> (jobs file mtime, next due)
         self.evidence = evidence
-        self.history = ScheduleHistory(worker_name, self.home)
+        self.history = ScheduleHistory(worker_name, self.home, told)
         self.watches = watch.Watches(self.home)
         self.actions = ScheduleActions(
             worker_name,

@@ -71,6 +71,7 @@ class ServiceTasks:
                 identity=self.identity_line(),
                 records_waiting=outbox.waiting if outbox else 0,
                 records_problem=problem,
+                notify=host.notifier.status() if host else {},
             ).model_dump()
         )
 

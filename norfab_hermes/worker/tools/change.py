@@ -40,6 +40,8 @@ from .payload import Built
 from .runner import run_job_uuid
 from .specs import WorkflowSpec
 
+# told(agent, run_id, case_id, tool, job_uuid, record): a change sent, as it ended
+Told = Callable[[str, str, Optional[str], str, str, ChangeRecord], None]
 MIN_WAIT = 1.0  # seconds of the run's budget a change keeps back while it waits for a lock
 
 
@@ -53,7 +55,9 @@ class ChangeRunner:
         lookup: Callable[[str, str], Any],
         policy_of: Callable[[str], ChangePolicy],
         worker_name: str,
+        told: Optional[Told] = None,
     ) -> None:
+        self.told = told  # the notifier: changes that rolled back or whose outcome is unknown
         self.runner = runner
         self.control = control
         self.checks = Checks(runner, lookup)
@@ -101,6 +105,8 @@ class ChangeRunner:
             if trace.job_uuid is None:  # never sent: the run keeps its change
                 run.budget.release_change()
             self.control.locks.release(holder)
+            if trace.job_uuid and trace.change is not None and self.told is not None:
+                self.told(spec.agent, run.run_id, run.case_id, spec.name, trace.job_uuid, trace.change)
 
     # ------------------------------------------------------------ admission
 
