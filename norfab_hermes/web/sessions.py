@@ -111,17 +111,21 @@ class Sessions:
         session = Session(secrets.token_urlsafe(32), operator, sign_in.signer, float(claim.expires), now)
         with self._lock:
             self._sign_ins.pop(code, None)
-            for ended in [i for i, s in self._sessions.items() if s.expires <= now or now - s.seen > IDLE]:
-                del self._sessions[ended]
-            self._sessions[session.id] = session
+            self._add(session, now)
         return session
+
+    def _add(self, session: Session, now: float) -> None:
+        """Keep ``session``, dropping the ones that ended meanwhile (the lock held)."""
+        for ended in [i for i, s in self._sessions.items() if s.expires <= now or now - s.seen > IDLE]:
+            del self._sessions[ended]
+        self._sessions[session.id] = session
 
     def anonymous(self) -> Session:
         """A session for a browser of a console whose workers take unsigned requests (identity off)."""
         now = time.time()
         session = Session(secrets.token_urlsafe(32), None, None, now + IDLE, now)
         with self._lock:
-            self._sessions[session.id] = session
+            self._add(session, now)
         return session
 
     def get(self, session_id: Optional[str]) -> Optional[Session]:
