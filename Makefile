@@ -8,7 +8,7 @@ endif
 export UV_COMPILE_BYTECODE := 1
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: env test test-unit test-hard lint demo shell docs bench eval clean install-check
+.PHONY: env browser test test-unit test-hard lint demo shell docs bench eval clean install-check
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -20,10 +20,16 @@ RUN := $(UV) run --frozen --no-sync
 
 env: .venv/.synced
 
+# the console's browser tests (tests/test_web.py) drive Debian's chromium through Playwright
+# (Playwright's own browser download is not used); installed here when missing and root (CI)
+browser:
+	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get update -qq && apt-get install -y -qq chromium; } \
+		|| echo "chromium is missing: apt-get install chromium (tests/test_web.py skips without it)"
+
 # three test processes on two cores: NorFab labs mostly wait on I/O (a whole run used 150% CPU);
 # a module stays on one process, so its lab starts once; only test_lab uses the shipped lab's
 # fixed ports
-test: env
+test: env browser
 	$(RUN) pytest -q -n 3 --dist loadfile
 
 # the pure logic alone, with fakes: no NorFab, no Hermes, seconds (they also run in make test)

@@ -57,7 +57,7 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # | testing              | models, errors, safety                                             |
 # | client side: routing,| the pure rooms (models, errors, safety, norfab_compat) and the     |
 # |   nfcli_shell, nfcli,|   client side; never the worker, never Hermes                      |
-# |   eval               |   (eval also testing: it runs the shipped lab and scripted model;  |
+# |   eval, web          |   (eval also testing: it runs the shipped lab and scripted model;  |
 # |                      |   nfcli/ never nfcli_shell, the mount point that imports it)       |
 # | worker/files.py      | nothing of the package                                             |
 # | worker/hermes/       | the pure rooms, worker/files.py                                    |
@@ -81,7 +81,7 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 # So nothing below worker/host.py imports host.py, hermes_worker.py or
 # worker/tasks/; the tasks reach Hermes only through the host.
 PURE = {"errors", "safety", "models", "norfab_compat", "identity"}
-CLIENT = {"routing", "nfcli_shell", "nfcli", "eval"}
+CLIENT = {"routing", "nfcli_shell", "nfcli", "eval", "web"}
 BELOW_HOST = {
     "files",
     "hermes",
@@ -221,7 +221,8 @@ def test_the_client_side_never_loads_the_worker_or_hermes():
     """Importing the shell, routing and models in a fresh interpreter loads no worker module and no Hermes."""
     # NorFab's task registry is process-global: worker modules in a client process leak tasks into workers
     code = (
-        "import sys, norfab_hermes.nfcli_shell, norfab_hermes.routing, norfab_hermes.models, norfab_hermes.eval.cli; "
+        "import sys, norfab_hermes.nfcli_shell, norfab_hermes.routing, norfab_hermes.models, norfab_hermes.eval.cli, "
+        "norfab_hermes.web.server, norfab_hermes.web.__main__; "
         f"bad = [m for m in sys.modules if m.split('.')[0] in {sorted(HERMES_PACKAGES)!r} "
         "or m.startswith('norfab_hermes.worker')]; "
         "print(bad); sys.exit(1 if bad else 0)"

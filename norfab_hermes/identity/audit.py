@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ..models import parse_operators
+from .grant import granting_key
 from .signatures import SignatureError, fingerprint, key_blob, verify
 
 
@@ -45,6 +46,12 @@ def signature_problem(seq: int, data: Dict[str, Any], keys: Optional[Dict[str, s
         blob = verify(str(signed["claim"]).encode(), str(signed["signature"]))
     except (SignatureError, KeyError, TypeError) as error:
         return f"entry {seq}: the operator's signature does not verify ({error})"
+    claim = json.loads(str(signed["claim"]))
+    if claim.get("grant") is not None:  # a console's request: the session key signed, the operator's key granted it
+        try:
+            _, blob = granting_key(claim["grant"], blob, float(claim["issued"]))
+        except (SignatureError, KeyError, ValueError) as error:
+            return f"entry {seq}: the operator's console grant does not verify ({error})"
     key = fingerprint(blob)
     if key != signed.get("fingerprint"):
         return f"entry {seq}: signed by key {key}, not the {signed.get('fingerprint')} it names"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..models import OperatorDefinition
+from . import grant as grants
 from . import proof as proofs
 from .roles import UNSIGNED, holds, role_of
 from .signatures import SignatureError, fingerprint, key_blob, verify
@@ -117,12 +118,14 @@ class IdentityGate:
         except SignatureError as error:
             raise ProofRefused(f"proof: {error}") from None
         key = fingerprint(blob)
+        now = time.time() if now is None else now
         operator = self._keys.get(blob)
+        if operator is None and claim.grant is not None:
+            operator, key = self._granted(claim.grant, blob, now)
         if operator is None:
             raise ProofRefused(
                 f"proof: signed by key {key}, which no operator of worker '{self.worker}' holds", key=key
             )
-        now = time.time() if now is None else now
         problem = self._claim_problem(claim, task, kwargs, client, now)
         if problem is None:
             problem = self._role_problem(operator, task, kwargs.get("agent"))
@@ -131,6 +134,20 @@ class IdentityGate:
         if problem:
             raise ProofRefused(problem, operator, key)
         return Verified(operator, key, signature, message.decode(), claim.subject)
+
+    def _granted(self, grant: str, signing_blob: bytes, now: float) -> Tuple[str, str]:
+        """(operator, their key's fingerprint) whose console grant vouches for the session key that signed."""
+        try:
+            named, blob = grants.granting_key(grant, signing_blob, now)
+        except SignatureError as error:
+            raise ProofRefused(f"grant: {error}", key=fingerprint(signing_blob)) from None
+        key = fingerprint(blob)
+        operator = self._keys.get(blob)
+        if operator is None:
+            raise ProofRefused(f"grant: made by key {key}, which no operator of worker '{self.worker}' holds", key=key)
+        if operator != named:
+            raise ProofRefused(f"grant: it names operator '{named}', but key {key} is operator '{operator}''s", key=key)
+        return operator, key
 
     def _claim_problem(
         self, claim: Any, task: str, kwargs: Dict[str, Any], client: Optional[str], now: float

@@ -42,6 +42,9 @@ def mint(
 ) -> str:
     """A proof for sending ``task`` with ``kwargs`` to ``workers`` as NorFab client ``client``.
 
+    A console session's signer (``grant.SessionSigner``) carries its operator's grant: the claim
+    holds it, so that the worker (and the audit log) can tell whose session key signed.
+
     Args:
         signer: ``identity.signer_for(path)`` (ssh-agent or key file).
         task: hermes task name.
@@ -62,6 +65,7 @@ def mint(
         expires=issued + min(lifetime, MAX_LIFETIME),
         nonce=secrets.token_hex(16),
         subject=subject,
+        grant=getattr(signer, "grant", None),
     )
     message = canonical(claim.model_dump())
     wire = {"claim": claim.model_dump(), "signature": signer.sign(message)}

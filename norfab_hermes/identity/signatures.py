@@ -144,15 +144,22 @@ class KeyFileSigner:
         return cls(Path(path), key, key_blob(line.decode()))
 
     def sign(self, message: bytes) -> str:
-        data = _to_be_signed(message)
-        if isinstance(self.key, ed25519.Ed25519PrivateKey):
-            signature = _encode(b"ssh-ed25519", self.key.sign(data))
-        else:
-            algo = SshReader.from_bytes(self.public_blob).read_string()
-            _, digest = CURVES[b"nistp" + str(self.key.curve.key_size).encode()]
-            r, s = decode_dss_signature(self.key.sign(data, ec.ECDSA(digest)))
-            signature = _encode(algo, _encode(_mpint(r), _mpint(s)))
-        return _armor(self.public_blob, signature)
+        return sign_with(self.key, self.public_blob, message)
+
+
+def sign_with(key: object, public_blob: bytes, message: bytes) -> str:
+    """An armored SSHSIG signature of ``message`` by an in-process Ed25519 or ECDSA private key."""
+    data = _to_be_signed(message)
+    if isinstance(key, ed25519.Ed25519PrivateKey):
+        signature = _encode(b"ssh-ed25519", key.sign(data))
+    elif isinstance(key, ec.EllipticCurvePrivateKey):
+        algo = SshReader.from_bytes(public_blob).read_string()
+        _, digest = CURVES[b"nistp" + str(key.curve.key_size).encode()]
+        r, s = decode_dss_signature(key.sign(data, ec.ECDSA(digest)))
+        signature = _encode(algo, _encode(_mpint(r), _mpint(s)))
+    else:
+        raise SignatureError(f"a {type(key).__name__} cannot sign here: use an Ed25519 or ECDSA key")
+    return _armor(public_blob, signature)
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ from .definitions import (
     parse_inventory,
     parse_operators,
 )
-from .identity import KEY_TYPES, OperatorDefinition, ProofClaim, Role, public_key_line
+from .identity import KEY_TYPES, GrantClaim, OperatorDefinition, ProofClaim, Role, public_key_line
 from .inputs import (
     AcknowledgeInput,
     AgentAction,
@@ -197,6 +197,7 @@ __all__ = [
     "KEY_TYPES",
     "OperatorDefinition",
     "ProofClaim",
+    "GrantClaim",
     "Role",
     "public_key_line",
     "AcknowledgeInput",

@@ -58,3 +58,21 @@ class ProofClaim(StrictModel):
     subject: Union[None, StrictStr] = Field(
         None, description="approve and deny: the change digest (or arguments digest) of the approval decided"
     )
+    grant: Union[None, StrictStr] = Field(
+        None, description="A console's request: the operator's grant for the session key that signs it"
+    )
+
+
+class GrantClaim(StrictModel):
+    """What an operator's key signs to let a console act for them: the console session's key, for a while."""
+
+    v: Literal[1] = Field(1, description="Grant format version")
+    purpose: Literal["console-session"] = Field("console-session", description="What the grant is for")
+    operator: StrictStr = Field(..., description="The operator who signs in: the key must be one of theirs")
+    key: StrictStr = Field(..., description="Fingerprint of the session key the console signs requests with")
+    console: StrictStr = Field(..., description="The console the operator signed in to (its address), for the audit")
+    issued: Union[StrictInt, StrictFloat] = Field(..., description="Unix time the grant was made")
+    expires: Union[StrictInt, StrictFloat] = Field(
+        ..., description="Unix time after which requests under it are refused"
+    )
+    nonce: StrictStr = Field(..., min_length=16, description="Random: two grants never sign the same text")

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ..models import AuditPage, AuditVerifyData, RunsPage, RunSummary
+from ..models import AuditVerifyData, RunsPage, RunSummary
 from ..routing import Router, records
 from .common import WorkersOption, as_str, guarded, hint, misparsed, router
 from .tables import CLIP, WRAP, short_time, table
@@ -26,7 +26,6 @@ USAGE = """  hermes runs (agent AGENT) (state STATE) (stop_reason REASON) (since
 
 RUN_FILTERS = ("agent", "state", "stop_reason", "since", "until", "schedule_id", "decided_by", "text", "case_id")
 AUDIT_FILTERS = ("agent", "run_id", "kind", "since", "until")
-AUDIT_PAGE = 1000
 ENDING_STYLES = {"completed": "green", "running": "cyan", "queued": "cyan", "waiting_for_approval": "yellow"}
 
 
@@ -145,26 +144,8 @@ def run_row(run: RunSummary, cased: bool = False) -> List[Any]:
 
 def export(routes: Router, workers: Optional[str], filters: Dict[str, Any], path: Optional[Path]) -> RenderableType:
     """``hermes audit export``: every matching entry of every selected worker, oldest first per worker."""
-    lines: List[str] = []
-    counts: Dict[str, int] = {}
-    shared: set = set()  # records read already: the workers sharing one give one chain
-    for worker in routes.select(workers):
-        after = 0
-        while True:
-            res = records.audit(routes, worker, after, limit=AUDIT_PAGE, **filters)
-            problem = failed(res)
-            if problem:
-                return Text.assemble(f"{worker}: ", problem)
-            page = AuditPage.model_validate(res["result"])
-            if after == 0 and page.record is not None:
-                if page.record in shared:
-                    break
-                shared.add(page.record)
-            lines += [entry.model_dump_json() for entry in page.entries]
-            counts[worker] = counts.get(worker, 0) + len(page.entries)
-            if page.next_after is None:
-                break
-            after = page.next_after
+    entries, counts = records.export(routes, workers, **filters)
+    lines = [entry.model_dump_json() for entry in entries]
     summary = ", ".join(f"{count} of {worker}" for worker, count in counts.items())
     if path is None:
         return Group(*[Text(line) for line in lines], hint(f"{len(lines)} entries ({summary})"))

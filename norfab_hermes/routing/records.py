@@ -6,11 +6,13 @@ the whole fleet, including workers that are down: their answers name the
 record, and one answer per record is kept.
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
+from ..models import AuditEntry, AuditPage
 from .router import Router, RoutingError, Selector
 
 VERIFY_TIMEOUT = 120  # seconds: a worker checks every hash of its audit log
+AUDIT_PAGE = 1000  # entries asked for at a time by an export
 
 
 def runs(routes: Router, workers: Selector = None, **filters: Any) -> Dict[str, dict]:
@@ -26,6 +28,31 @@ def audit(routes: Router, worker: str, after: int = 0, **filters: Any) -> dict:
     if worker not in reply:
         raise RoutingError(f"hermes worker '{worker}' did not answer get_audit")
     return reply[worker]
+
+
+def export(routes: Router, workers: Selector = None, **filters: Any) -> Tuple[List[AuditEntry], Dict[str, int]]:
+    """Every matching audit entry of every selected worker, oldest first per worker (one chain per shared
+    record), and how many came from each worker; RoutingError naming the worker whose page failed."""
+    entries: List[AuditEntry] = []
+    counts: Dict[str, int] = {}
+    shared: set = set()  # records read already: the workers sharing one give one chain
+    for worker in routes.select(workers):
+        after = 0
+        while True:
+            res = audit(routes, worker, after, limit=AUDIT_PAGE, **filters)
+            if res.get("failed") or res.get("result") is None:
+                raise RoutingError(f"{worker}: {'; '.join(res.get('errors') or [str(res.get('status'))])}")
+            page = AuditPage.model_validate(res["result"])
+            if after == 0 and page.record is not None:
+                if page.record in shared:
+                    break
+                shared.add(page.record)
+            entries += page.entries
+            counts[worker] = counts.get(worker, 0) + len(page.entries)
+            if page.next_after is None:
+                break
+            after = page.next_after
+    return entries, counts
 
 
 def verify_audit(routes: Router, workers: Selector = None) -> Dict[str, dict]:
