@@ -96,6 +96,7 @@ BELOW_HOST = {
     "memory",
     "handover",
     "notify",
+    "approvals",
 }
 ROOMS = {
     "errors": set(),
@@ -112,7 +113,8 @@ ROOMS = {
     "changes": PURE | {"files"},
     "records": PURE,
     "evidence": PURE | {"files"},
-    "tools": PURE | {"changes", "evidence"},
+    "approvals": PURE | {"records"},  # below the tools that ask and the runs that wait: it knows them by protocol
+    "tools": PURE | {"changes", "evidence", "approvals"},
     "agents": PURE | {"files", "hermes", "tools"},
     "sessions": PURE | {"files", "hermes"},
     "runs": PURE | {"files", "hermes", "tools", "agents", "sessions", "records"},
@@ -312,15 +314,34 @@ def test_norfab_internals_are_reached_only_in_norfab_compat():
     assert not offenders
 
 
-def test_the_host_is_the_port_the_hermes_side_calls():
-    """The type checker holds the host to the port the plugin and adapter use:
-    a method renamed or missing, or a signature that drifted, on either side fails here."""
+def test_the_host_is_the_port_the_hermes_side_calls_and_each_protocol_holds_its_implementations():
+    """The type checker holds the host to the port the plugin and adapter use, the run to what asking
+    for an approval reads of it, the inbox and the inline prompt to the asking channel, the notifier to
+    the approval channel, and each tool kind's executor to ToolKind: a method renamed or missing, or a
+    signature that drifted, on either side fails here."""
     code = (
+        "from typing import List\n"
         "from norfab_hermes.worker.host import HermesHost\n"
         "from norfab_hermes.worker.hermes.port import HostPort\n"
         "from norfab_hermes.worker.runs.run import Run\n"
+        "from norfab_hermes.worker.approvals.channel import ApprovalChannel, AskChannel\n"
+        "from norfab_hermes.worker.approvals.inbox import ApprovalInbox\n"
+        "from norfab_hermes.worker.approvals.inline import InlinePrompt\n"
+        "from norfab_hermes.worker.approvals.request import AskingRun\n"
+        "from norfab_hermes.worker.notify.notifier import Notifier\n"
+        "from norfab_hermes.worker.tools.change import ChangeRunner\n"
+        "from norfab_hermes.worker.tools.kinds import DelegateCalls, NorfabCalls, ToolKind\n"
+        "from norfab_hermes.worker.tools.records import RecordsReader\n"
         "def port_of(host: HermesHost) -> HostPort[Run]:\n"
         "    return host\n"
+        "def asking(run: Run) -> AskingRun:\n"
+        "    return run\n"
+        "def channels(inbox: ApprovalInbox, inline: InlinePrompt) -> List[AskChannel]:\n"
+        "    return [inbox, inline]\n"
+        "def told(notifier: Notifier) -> ApprovalChannel:\n"
+        "    return notifier\n"
+        "def kinds(a: NorfabCalls, b: ChangeRunner, c: DelegateCalls, d: RecordsReader) -> List[ToolKind]:\n"
+        "    return [a, b, c, d]\n"
     )
     done = subprocess.run(
         [

@@ -15,6 +15,7 @@ from .base import (
     TaskInput,
     check_case_id,
     describe_validation_error,
+    now_iso,
 )
 from .carryover import (
     ARTIFACT_ID,
@@ -181,6 +182,7 @@ from .results import (
 )
 
 __all__ = [
+    "now_iso",
     "NOTIFY_EVENTS",
     "ChannelStatus",
     "DeadLetter",

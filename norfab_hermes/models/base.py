@@ -4,6 +4,7 @@ field and the fix when they refuse input.
 """
 
 import re
+from datetime import datetime, timezone
 from importlib import import_module
 from typing import Annotated, List, Union
 
@@ -17,6 +18,11 @@ from pydantic import (
 )
 
 CASE_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,100}")
+
+
+def now_iso() -> str:
+    """Now, as every record of the service writes a time: ISO 8601, UTC, milliseconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 class StrictModel(BaseModel):

@@ -25,6 +25,8 @@ from ..safety import host_access
 from .agents import profiles
 from .agents.catalog import AgentCatalog
 from .agents.lifecycle import Lifecycle
+from .approvals.approver import Approver
+from .approvals.inbox import ApprovalInbox
 from .changes.control import ChangeControl
 from .evidence.store import EvidenceStore
 from .handover.material import Handover
@@ -36,7 +38,6 @@ from .notify.notifier import Notifier
 from .operations import HostOperations
 from .records.store import Records
 from .runs import turn
-from .runs.approvals import ApprovalInbox
 from .runs.budget import DailyUsage
 from .runs.pipeline import RunPipeline
 from .runs.recording import RunRecorder
@@ -45,7 +46,6 @@ from .runs.run import Run
 from .runs.storm import Storm, unshared
 from .schedules.ticker import Schedules
 from .sessions.store import Sessions
-from .tools.approval import Approver
 from .tools.change import ChangeRunner
 from .tools.delegation import Delegator, delegation_signer
 from .tools.dispatch import Dispatcher

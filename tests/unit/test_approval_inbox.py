@@ -6,7 +6,8 @@ import time
 import pytest
 
 from norfab_hermes.errors import InvalidRequest, NotAllowed, UnknownApproval
-from norfab_hermes.worker.runs.approvals import ApprovalInbox
+from norfab_hermes.worker.approvals.inbox import ApprovalInbox
+from norfab_hermes.worker.approvals.request import Ask
 from norfab_hermes.worker.runs.budget import Limits
 from norfab_hermes.worker.runs.request import RunRequest
 from norfab_hermes.worker.runs.run import Run
@@ -29,6 +30,10 @@ class Records:
         self.notes.append((kind, actor, data))
 
 
+def bounce(approvers):
+    return Ask("fixer", "bounce", "nornir.cli", "any", {"FB": "r1"}, list(approvers or []), 1)
+
+
 def parked(inbox, approvers, timeout=30.0):
     """A run waiting in the inbox on a thread; (run, the approval id, the thread's outcome)."""
     run = Run(
@@ -36,7 +41,7 @@ def parked(inbox, approvers, timeout=30.0):
     )
     outcome = {}
     thread = threading.Thread(
-        target=lambda: outcome.update(info=inbox.request(run, "bounce", "nornir.cli on any", {"FB": "r1"}, approvers)),
+        target=lambda: outcome.update(info=inbox.request(run, bounce(approvers))),
         daemon=True,
     )
     thread.start()
@@ -98,7 +103,7 @@ def test_a_callers_own_answer_is_recorded_as_a_decision():
     inbox = ApprovalInbox("w1", records)
     request = RunRequest("fixer", "ask", interactive=True, client="noc-desk")
     run = Run(request, "chat", "key", Limits(seconds=60, max_turns=5), None)
-    inbox.answered(run, "bounce", "nornir.cli on any", {"FB": "r1"}, True, [])
+    inbox.answered(run, bounce([]), True)
     [info] = run.approval_infos()
     assert (info.state, info.decided_by, info.note) == ("approved", "noc-desk", "answered by the run's caller")
     assert records.approvals == [("decided", "approved", "noc-desk")]

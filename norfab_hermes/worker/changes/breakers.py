@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ...errors import InvalidRequest
-from ...models import BreakerState
+from ...models import BreakerState, now_iso
 from . import store
-from .store import now_iso
 
 
 class Breakers:

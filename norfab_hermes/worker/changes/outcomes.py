@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ...errors import UnknownOutcome
-from ...models import OutcomeUnknown
+from ...models import OutcomeUnknown, now_iso
 from . import store
-from .store import now_iso
 
 CRASHED = "the hermes worker stopped while the change job was in flight; it may or may not have run"
 

@@ -2,7 +2,6 @@
 
 import json
 import logging
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,3 @@ def load(path: Path, default: Any) -> Any:
 def save(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_file(path, json.dumps(data, indent=1, sort_keys=True))
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, List, Optional
 
 from ...errors import InvalidRequest, UnknownArtifact
-from ...models import ARTIFACT_ID, Artifact, ArtifactSummary, EvidenceResultData
+from ...models import ARTIFACT_ID, Artifact, ArtifactSummary, EvidenceResultData, now_iso
 from ..files import write_file
 from .capture import Piece, digest
 
@@ -26,10 +26,6 @@ log = logging.getLogger(__name__)
 
 INDEX = "index.jsonl"
 PRUNE_EVERY = 3600.0  # seconds between retention checks while the worker runs
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 class EvidenceStore:

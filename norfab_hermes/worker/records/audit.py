@@ -13,21 +13,16 @@ pruned one, so the chain still starts from a known link.
 
 import json
 import sqlite3
-from datetime import datetime, timezone
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ...identity.audit import canonical, entry_hash, entry_problems
-from ...models import AuditEntry, AuditPage, AuditVerifyData
+from ...models import AuditEntry, AuditPage, AuditVerifyData, now_iso
 
 GENESIS = "0" * 64  # the link before the first entry
 PROBLEMS_SHOWN = 100
 VERIFY_BATCH = 5000
 
 COLUMNS = "seq, time, worker, kind, agent, run_id, actor, data, prev, hash"
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def anchor(db: sqlite3.Connection, name: str) -> Tuple[int, str]:

@@ -23,15 +23,12 @@ from ...models import (
     RunEvent,
     RunStateData,
     ToolCallSummary,
+    now_iso,
 )
 from .budget import Budget, DailyUsage, Limits, Overrun
 from .request import RunRequest
 
 log = logging.getLogger(__name__)
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def iso(seconds: Optional[float]) -> Optional[str]:

@@ -1,12 +1,12 @@
 """
-What one tool call carries: the refusal the model reads, the trace of what the call started, and
-the question an operator is shown to approve a change.
+What one tool call carries: the refusal the model reads and the trace of what the call started.
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 from ...models import ChangeRecord
+from ..approvals.request import Verdict
 
 
 class ToolError(Exception):
@@ -24,22 +24,8 @@ class CallTrace:
     change: Optional[ChangeRecord] = None  # a change's preview, digest, verification and rollback
 
 
-@dataclass
-class ChangeAsk:
-    """What an operator is shown to approve a change: its devices, digest and preview per device."""
-
-    devices: List[str]
-    digest: str
-    preview: Dict[str, str]
-    what: str = "run tool"  # what the agent wants to do with the tool
-    header: str = ""  # e.g. the workflow file and its sha256
-
-    def shown(self) -> str:
-        """The lines above the question. Device text is indented and marked, so it cannot pass for the question."""
-        lines = [f"Change {self.digest} on {', '.join(self.devices) or 'no named device'}{self.header}."]
-        if self.preview:
-            lines.append("Preview, per device:")
-            for device, text in self.preview.items():
-                lines.append(f"  {device}:")
-                lines += [f"  | {line}" for line in text.splitlines() or [""]]
-        return "\n".join(lines)
+def approved(verdict: Verdict) -> Optional[str]:
+    """Who approved a call (``approvals.Approver``), or the refusal as the model reads it."""
+    if verdict.refusal:
+        raise ToolError(verdict.refusal)
+    return verdict.approved_by

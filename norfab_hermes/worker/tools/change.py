@@ -28,14 +28,14 @@ The call goes through these steps; any of them refuses it, with the reason:
 import json
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from ...models import ChangePolicy, ChangeRecord, OutcomeUnknown, RollbackRecord
+from ...models import ChangePolicy, ChangeRecord, OutcomeUnknown, RollbackRecord, now_iso
+from ..approvals.approver import Approver
+from ..approvals.request import ChangeAsk
 from ..changes.control import ChangeControl
 from ..changes.locks import Holder
 from ..changes.outcomes import CRASHED
-from ..changes.store import now_iso
 from . import payload, replies, workflow
-from .approval import Approver
-from .calls import CallTrace, ChangeAsk, ToolError
+from .calls import CallTrace, ToolError, approved
 from .checks import ChangeCall, Checks
 from .dispatch import Dispatcher, run_job_uuid
 from .payload import Built
@@ -91,7 +91,7 @@ class ChangeRunner:
             digest = payload.digest(call, built, preview)
             trace.change = ChangeRecord(devices=built.devices, digest=digest, preview=preview, outcome="refused")
             ask = ChangeAsk(built.devices, digest, preview, header=payload.header(built))
-            trace.approved_by = self.approver.approve(spec, arguments, run, ask)
+            trace.approved_by = approved(self.approver.approve(spec, arguments, run, ask))
             built = self.confirm(call, policy, digest, preview)
             before = self._before(call)
             run.event(f"tool {spec.name} changing {', '.join(built.devices) or 'no named device'}: change {digest}")
@@ -267,7 +267,7 @@ class ChangeRunner:
         if definition.approval:
             ask = ChangeAsk(undo.devices, digest, shown, "roll back the change of tool", " (its verification failed)")
             try:
-                self.approver.approve(spec, call.arguments, run, ask)
+                approved(self.approver.approve(spec, call.arguments, run, ask))
             except ToolError as declined:
                 return RollbackRecord(state="declined", error=str(declined))
         run.event(f"tool {spec.name} rolling back change {digest} on {', '.join(undo.devices)}", severity="WARNING")

@@ -10,9 +10,9 @@ one line of that registration.
 import json
 from typing import Any, Callable, Dict, Optional, Protocol, Tuple
 
+from ..approvals.approver import Approver
 from ..evidence import capture
-from .approval import Approver
-from .calls import CallTrace
+from .calls import CallTrace, approved
 from .delegation import Delegator
 from .dispatch import Dispatcher
 from .replies import devices_in, render
@@ -40,7 +40,7 @@ class NorfabCalls:
     ) -> Outcome:
         kwargs = self.dispatcher.prepare(spec, arguments)
         timeout = self.dispatcher.call_timeout(spec, run)
-        trace.approved_by = self.approver.approve(spec, arguments, run)
+        trace.approved_by = approved(self.approver.approve(spec, arguments, run))
         target = spec.target
         run.event(f"tool {spec.name} calling {target.service}.{target.task}", resource=[spec.name])
         reply = self.dispatcher.dispatch(spec, kwargs, timeout, run, interrupted, trace)

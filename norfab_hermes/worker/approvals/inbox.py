@@ -19,14 +19,14 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Protocol, Sequence
+from typing import Any, Dict, List, NoReturn, Optional, Protocol, Sequence
 
 from ...errors import InvalidRequest, NotAllowed, UnknownApproval
-from ...models import ApprovalInfo, arguments_digest
-from ...safety.approvers import approver_refusal
+from ...models import ApprovalInfo, arguments_digest, now_iso
 from ..records.store import quietly
-from ..tools.calls import ChangeAsk
-from .run import Run, now_iso
+from . import deciders
+from .channel import ApprovalChannel
+from .request import Ask, AskingRun, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +49,6 @@ class ApprovalLog(Protocol):
         **data: Any,
     ) -> None:
         """An audit entry; never raises (``records.store.Records.note``)."""
-
-
-class ApprovalChannel(Protocol):
-    """Told of every step of every approval (requested, partly_approved, decided, expired), after the
-    record has it: where a notifier (a chat room, email, a webhook) hooks in. It must return at once
-    (queue, never send here); a channel that raises is logged and the approval goes on."""
-
-    def approval(self, info: ApprovalInfo, kind: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -102,16 +94,20 @@ class ApprovalInbox:
         self._approvals: Dict[str, ApprovalRecord] = {}
         self._lock = threading.Lock()
 
-    def request(
-        self,
-        run: Run,
-        tool: str,
-        target: str,
-        arguments: Dict[str, Any],
-        approvers: Optional[List[str]] = None,
-        change: Optional[ChangeAsk] = None,
-        required: int = 1,
-    ) -> ApprovalInfo:
+    def ask(self, run: AskingRun, ask: Ask) -> Verdict:
+        """Park a call until it is decided or expires (``AskChannel``): who approved it, or why not."""
+        approval = self.request(run, ask)
+        note = f" ({approval.note})" if approval.note else ""
+        if approval.state == "approved":
+            return Verdict(approved_by=approval.decided_by or "an operator")
+        if approval.state == "denied":
+            return Verdict(refusal=f"{approval.decided_by or 'an operator'} denied this call{note}; it was not made")
+        return Verdict(
+            refusal=f"this tool needs the operator's approval: approval {approval.approval_id} expired{note}; "
+            "the call was not made"
+        )
+
+    def request(self, run: AskingRun, ask: Ask) -> ApprovalInfo:
         """Park a call until it is decided or expires; the approval as it ended.
 
         A change comes with its devices, preview and digest: the decision is
@@ -119,9 +115,8 @@ class ApprovalInbox:
         """
         wait = min(run.approval_timeout, run.remaining() - 1.0)
         requested = time.time()
-        record = ApprovalRecord(
-            self._asked(run, tool, target, arguments, requested + max(wait, 0), approvers, change, required)
-        )
+        record = ApprovalRecord(self._asked(run, ask, requested + max(wait, 0)))
+        tool, change, approvers = ask.tool, ask.change, ask.approvers
         approval_id = record.request.approval_id
         with self._lock:
             self._approvals[approval_id] = record
@@ -129,7 +124,7 @@ class ApprovalInbox:
         self._record(record.info(), "requested")
         what = f"change {change.digest} on {', '.join(change.devices) or 'no named device'}, " if change else ""
         run.event(
-            f"waiting for approval {approval_id}: {tool} ({target}) with {record.request.arguments_digest}, "
+            f"waiting for approval {approval_id}: {tool} ({ask.target}) with {record.request.arguments_digest}, "
             f"{what}for at most {max(wait, 0):.0f}s" + (f"; approvers: {', '.join(approvers)}" if approvers else ""),
             severity="WARNING",
         )
@@ -147,50 +142,32 @@ class ApprovalInbox:
         run.event(f"approval {approval_id} {info.state}" + (f": {info.note}" if info.note else ""))
         return info
 
-    def answered(
-        self,
-        run: Run,
-        tool: str,
-        target: str,
-        arguments: Dict[str, Any],
-        approved: bool,
-        approvers: List[str],
-        change: Optional[ChangeAsk] = None,
-    ) -> None:
+    def answered(self, run: AskingRun, ask: Ask, approved: bool) -> None:
         """The run's own caller answered an approval at the terminal: recorded like an inbox decision."""
-        record = ApprovalRecord(self._asked(run, tool, target, arguments, time.time(), approvers, change))
+        record = ApprovalRecord(self._asked(run, ask, time.time()))
         state = "approved" if approved else "denied"
         record.decision = Decision(state, now_iso(), run.client, "answered by the run's caller")
         run.approvals.append(record)
         self._record(record.info(), "decided", run.client)
 
-    def _asked(
-        self,
-        run: Run,
-        tool: str,
-        target: str,
-        arguments: Dict[str, Any],
-        expires: float,
-        approvers: Optional[List[str]],
-        change: Optional[ChangeAsk],
-        required: int = 1,
-    ) -> ApprovalInfo:
+    def _asked(self, run: AskingRun, ask: Ask, expires: float) -> ApprovalInfo:
+        change = ask.change
         shown = dict(devices=change.devices, preview=change.preview, change_digest=change.digest) if change else {}
         return ApprovalInfo(
             approval_id=uuid.uuid4().hex[:12],
             run_id=run.run_id,
             agent=run.agent,
             worker=self.worker_name,
-            tool=tool,
-            target=target,
-            arguments=arguments,
-            arguments_digest=arguments_digest(arguments),
+            tool=ask.tool,
+            target=ask.target,
+            arguments=ask.arguments,
+            arguments_digest=arguments_digest(ask.arguments),
             state="pending",
             requested=now_iso(),
             expires=datetime.fromtimestamp(expires, timezone.utc).isoformat(timespec="milliseconds"),
-            approvers=list(approvers or []),
+            approvers=list(ask.approvers),
             requested_by=run.client,
-            approvals_required=required,
+            approvals_required=ask.required,
             **shown,
         )
 
@@ -209,17 +186,12 @@ class ApprovalInbox:
             if record is None:
                 self._unknown(approval_id)
             request = record.request
-            what = f"decide approval '{approval_id}'"
-            refusal = approver_refusal(request.approvers, by, what, request.agent)
-            if refusal is None and self._signed():
-                refusal = self._identity_refusal(record, approve, by, subject, what)
-            if refusal is None and approve and by in record.approved_by:
-                refusal = f"'{by}' approved '{approval_id}' already: it needs {request.approvals_required} different approvers"
+            refusal = deciders.refusal(self.identity, request, record.approved_by, approve, by, subject)
             if refusal is None:
                 if record.decision is not None:
                     raise InvalidRequest(f"approval_id: approval '{approval_id}' is already {record.state}")
                 if approve and len(record.approved_by) + 1 < request.approvals_required:
-                    record.approved_by.append(by)
+                    record.approved_by.append(by or "an unnamed client")
                     partial = True
                 else:
                     record.decision = Decision("approved" if approve else "denied", now_iso(), by, note)
@@ -241,6 +213,9 @@ class ApprovalInbox:
         self._record(info, "partly_approved" if partial else "decided", by)
         return info
 
+    def _may_decide(self, record: ApprovalRecord) -> List[str]:
+        return deciders.may_decide(self.identity, record.request, record.approved_by, record.state == "pending")
+
     def decide_from_channel(
         self, approval_id: str, approve: bool, operator: str, note: Optional[str], channel: str
     ) -> ApprovalInfo:
@@ -249,52 +224,18 @@ class ApprovalInbox:
         (the operator's approver role for the agent, four eyes, the approvers, still pending)."""
         with self._lock:
             record = self._approvals.get(approval_id)
-        if self._signed() and operator not in self.identity.operators:
+        if deciders.signed(self.identity) and operator not in self.identity.operators:
             raise NotAllowed(
                 f"'{operator}' is not an operator of worker '{self.worker_name}': channel {channel} maps its user to "
                 "a name the worker's operators do not have"
             )
-        subject = (record.request.change_digest or record.request.arguments_digest) if record else None
+        subject = deciders.expected_subject(record.request) if record else None
         info = self.decide(approval_id, approve, operator, note, subject)
         if self.records is not None:
             self.records.note(
                 "approval.channel", info.agent, info.run_id, operator, approval_id=approval_id, channel=channel
             )
         return info
-
-    def _signed(self) -> bool:
-        return self.identity is not None and self.identity.enabled
-
-    def _identity_refusal(
-        self, record: ApprovalRecord, approve: bool, by: Optional[str], subject: Optional[str], what: str
-    ) -> Optional[str]:
-        request = record.request
-        expected = request.change_digest or request.arguments_digest
-        if subject != expected:
-            return (
-                f"the proof of this decision signs digest '{subject}', not approval '{request.approval_id}''s "
-                f"'{expected}': sign the decision for the change get_approvals shows"
-            )
-        refusal = self.identity.refusal(by, "approver", request.agent, what)
-        if refusal is None and approve and by == request.requested_by:
-            refusal = (
-                f"operator '{by}' started run {request.run_id} and may not approve its own change (four eyes): "
-                "another approver must"
-            )
-        return refusal
-
-    def _may_decide(self, record: ApprovalRecord) -> List[str]:
-        """Operators who may still decide a pending approval (with operators; else empty)."""
-        if not self._signed() or record.state != "pending":
-            return []
-        request, done = record.request, {record.request.requested_by, *record.approved_by}
-        return sorted(
-            name
-            for name in self.identity.operators
-            if name not in done
-            and (not request.approvers or name in request.approvers)
-            and self.identity.refusal(name, "approver", request.agent, "decide") is None
-        )
 
     def pending(self, agent: Optional[str] = None) -> List[ApprovalInfo]:
         with self._lock:
@@ -304,7 +245,7 @@ class ApprovalInbox:
                 if r.state == "pending" and agent in (None, r.request.agent)
             ]
 
-    def _unknown(self, approval_id: str) -> None:
+    def _unknown(self, approval_id: str) -> NoReturn:
         """Raise why an approval not in memory cannot be decided: decided long ago, or not this worker's."""
         known = self.records.approval_info(approval_id) if self.records is not None else None
         if known is None or known.worker != self.worker_name:  # a shared record holds other workers' too
