@@ -48,6 +48,11 @@ def notify_view(replies: Dict[str, dict]) -> RenderableType:
         channels, errors = channel_rows(worker, data.channels)
         rows.extend(channels)
         lines.extend(errors)
+        lines.extend(
+            Text(f"{worker} {name}: dead letter {d.kind} ({d.key}) after {d.attempts} attempts: {d.error}", style="red")
+            for name, channel in sorted(data.channels.items())
+            for d in channel.dead_letters
+        )
         if data.test:
             state, error = data.test["state"], data.test.get("error")
             style = "" if state == "sent" else "red"

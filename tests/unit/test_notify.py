@@ -4,6 +4,7 @@ retries, webhook bodies and signatures, what a card shows of a change."""
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,69 @@ def test_an_approval_card_shows_the_change_and_cuts_a_long_diff():
     assert messages.approval(info, "partly_approved") is None  # the card waits for the last approver
     decided = messages.approval(info.model_copy(update={"state": "approved", "decided_by": "lead"}), "decided")
     assert decided.key == card.key and "approved by lead" in decided.summary
+
+
+class Queued:
+    """The outbox as the notifier fills it: what was queued for which channels."""
+
+    def __init__(self):
+        self.put_calls = []
+
+    def put(self, channels, m):
+        self.put_calls.append((sorted(channels), m.kind, m.key))
+        return channels
+
+
+def notifier(channels):
+    from norfab_hermes.models import NotifySettings
+    from norfab_hermes.worker.notify.notifier import Notifier
+
+    settings = NotifySettings.model_validate({"channels": channels})
+    found = Notifier("w1", Path("/nonexistent"), NotifySettings())  # no outbox of its own: the fake below
+    found.settings, found.outbox = settings, Queued()
+    return found
+
+
+HOOK = {"type": "webhook", "url": "https://x/"}
+
+
+def test_each_event_goes_to_the_channels_whose_agents_and_events_match():
+    found = notifier(
+        {
+            "all": HOOK,
+            "core": {**HOOK, "agents": ["core-*"]},
+            "approvals": {**HOOK, "events": ["approval_requested"]},
+        }
+    )
+    found.budget("budget_warning", "core-1", "90 % spent", "2026-12-02")
+    found.budget("over_budget", "edge-1", "spent", "2026-12-02")
+    assert found.outbox.put_calls == [
+        (["all", "core"], "budget_warning", "budget:core-1:2026-12-02"),
+        (["all"], "over_budget", "budget:edge-1:2026-12-02"),
+    ]
+
+
+def test_a_schedule_is_failing_once_at_its_third_failure_in_a_row():
+    from norfab_hermes.models import ScheduleRun
+
+    found = notifier({"all": HOOK})
+    history = []
+
+    def recent(agent, schedule_id, limit):
+        return list(reversed(history))[:limit]
+
+    for n, status in enumerate(["ok", "failed", "failed", "failed", "failed", "ok", "failed"]):
+        run = ScheduleRun(schedule_id="s1", status=status, due=f"2026-12-02T0{n}:00:00+00:00", warnings=["boom"])
+        history.append(run)
+        found.schedule_run("noc", run, recent)
+    assert [call[1] for call in found.outbox.put_calls] == ["schedule_failing"]
+    assert found.outbox.put_calls[0][2] == "schedule:noc:s1:2026-12-02T03:00:00+00:00"  # the third failure
+
+
+def test_an_unavailable_agent_is_told_once_per_reason():
+    found = notifier({"all": HOOK})
+    found.agents({"noc": "tool show_bgp: nornir did not answer"})
+    found.agents({"noc": "tool show_bgp: nornir did not answer"})
+    found.agents({})
+    found.agents({"noc": "tool show_bgp: nornir did not answer"})  # again after it came back
+    assert [call[1] for call in found.outbox.put_calls] == ["agent_unavailable", "agent_unavailable"]

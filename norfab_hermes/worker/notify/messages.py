@@ -8,22 +8,17 @@ change's preview) is cut, and every channel escapes it for its own format.
 
 import hashlib
 import uuid
-from datetime import datetime, timezone
 from typing import Any, List, Optional
 
-from ...models import ApprovalInfo, ChangeRecord, OutcomeUnknown, ScheduleRun
+from ...models import ApprovalInfo, ChangeRecord, OutcomeUnknown, ScheduleRun, now_iso
 from .channel import Message
 
 DIFF_LINES = 40  # of a change's preview on a card; the rest is one command away
 APPROVAL_KINDS = {"requested": "approval_requested", "decided": "approval_decided", "expired": "approval_expired"}
 
 
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def _message(kind: str, key: str, agent: str, worker: str, summary: str, reference: str, **fields: Any) -> Message:
-    return Message(uuid.uuid4().hex, kind, key, agent, worker, summary, reference, now(), **fields)
+    return Message(uuid.uuid4().hex, kind, key, agent, worker, summary, reference, now_iso(), **fields)
 
 
 def cut_diff(preview: dict, reference: str) -> Optional[str]:
@@ -154,9 +149,10 @@ def budget(kind: str, agent: str, worker: str, text: str, day: str) -> Message:
 
 
 def unavailable(agent: str, worker: str, reason: str) -> Message:
+    """An agent that became unavailable: each time it does (a new reason, or again after it was back)."""
     return _message(
         "agent_unavailable",
-        f"agent:{agent}:{hashlib.sha256(reason.encode()).hexdigest()[:12]}",
+        f"agent:{agent}:{now_iso()}:{hashlib.sha256(reason.encode()).hexdigest()[:12]}",
         agent,
         worker,
         f"agent {agent} is unavailable on {worker}: {reason}",
