@@ -123,7 +123,7 @@ ROOMS = {
     "handover": PURE | {"schedules"},
     "notify": PURE | {"records"},  # its outbox is a SQLite file like the records'; told by the rooms above it
     "host": PURE | BELOW_HOST,
-    "tasks": PURE | (BELOW_HOST - {"hermes"}),
+    "tasks": PURE | (BELOW_HOST - {"hermes"}) | {"host"},  # the host they call, for its type
     "wiring": PURE | BELOW_HOST | {"host", "tasks"},
     "package": set(),  # norfab_hermes/__init__.py stays import-light
 }

@@ -219,9 +219,10 @@ class HermesWorker(
             data = yaml.safe_load(text)
         except yaml.YAMLError as error:
             raise InventoryError(f"agent '{name}': '{url}' is not valid YAML: {error}") from None
-        if isinstance(data, dict) and "from_yaml_file" in data:
+        parsed = parse_agent(name, data, self.read_only_tasks)
+        if not isinstance(parsed, AgentDefinition):
             raise InventoryError(f"agent '{name}': '{url}' refers to another file; put the definition itself there")
-        return parse_agent(name, data, self.read_only_tasks)
+        return parsed
 
     def _stop_on_exit(self) -> None:
         # NorFab waits for running jobs before it calls worker_exit(); a turn

@@ -52,7 +52,7 @@ from .tools.dispatch import Dispatcher
 from .tools.kinds import DelegateCalls, NorfabCalls, ToolKind
 from .tools.records import RecordsReader
 from .tools.runner import ToolRunner
-from .tools.specs import ToolSpec
+from .tools.specs import AnySpec
 from .tools.toolbox import ToolBox
 
 log = logging.getLogger(__name__)
@@ -294,11 +294,11 @@ class HermesHost(HostOperations):
             "(only the hermes worker's inventory grants host tools, under host_tools)"
         )
 
-    def tool_spec(self, agent: str, name: str) -> Optional[ToolSpec]:
+    def tool_spec(self, agent: str, name: str) -> Optional[AnySpec]:
         return self.tools.get(agent, name)
 
     def call_tool(
-        self, spec: ToolSpec, arguments: Dict[str, Any], run: Optional[Run], interrupted: Callable[[], bool]
+        self, spec: AnySpec, arguments: Dict[str, Any], run: Optional[Run], interrupted: Callable[[], bool]
     ) -> str:
         return self.tool_runner.call(spec, arguments, run, interrupted)
 

@@ -7,11 +7,13 @@ entry. ``HermesHost`` wires the rooms this mixin reaches through ``self``.
 """
 
 import logging
+import threading
 from typing import Any, Dict, List, Optional
 
 from ..errors import AgentUnavailable, NotAllowed
 from ..models import (
     AgentBudget,
+    AgentDefinition,
     ApprovalInfo,
     BreakerState,
     ChangePolicy,
@@ -33,14 +35,49 @@ from ..models import (
     SessionSummary,
 )
 from ..safety.approvers import approver_refusal
+from .agents.catalog import AgentCatalog
+from .agents.lifecycle import Lifecycle
+from .approvals.inbox import ApprovalInbox
+from .changes.control import ChangeControl
 from .evidence import report
+from .evidence.store import EvidenceStore
+from .handover.material import Handover
+from .hermes.runtime import HermesRuntime
+from .memory.store import AgentMemory
+from .records.store import Records
+from .runs.budget import DailyUsage
+from .runs.pipeline import RunPipeline
+from .runs.registry import RunRegistry
+from .schedules.ticker import Schedules
 from .sessions import commands
+from .sessions.store import Sessions
 
 log = logging.getLogger(__name__)
 
 
 class HostOperations:
     """The requests of the NorFab tasks, on the rooms ``HermesHost`` wires (catalog, runs, pipeline, ...)."""
+
+    # the rooms HermesHost wires, as this mixin reaches them (declared, never set here)
+    worker_name: str
+    stopping: threading.Event
+    catalog: AgentCatalog
+    runtime: HermesRuntime
+    records: Records
+    runs: RunRegistry
+    daily: DailyUsage
+    sessions: Sessions
+    lifecycle: Lifecycle
+    approvals: ApprovalInbox
+    pipeline: RunPipeline
+    evidence: EvidenceStore
+    schedules: Schedules
+    memory: AgentMemory
+    handover: Handover
+    changes: ChangeControl
+
+    def require(self, agent: str) -> AgentDefinition:
+        raise NotImplementedError  # HermesHost's
 
     # ----------------------------------------------------------------- runs
 

@@ -51,13 +51,13 @@ def check(text: str, schema: Dict[str, Any]) -> Tuple[Any, Optional[str]]:
 
 
 def _usage(first: RunUsage, second: RunUsage) -> RunUsage:
-    both_priced = first.cost_usd is not None and second.cost_usd is not None
+    priced = [usage.cost_usd for usage in (first, second) if usage.cost_usd is not None]
     return RunUsage(
         api_calls=second.api_calls,  # metered per run: the second count includes the first
         input_tokens=first.input_tokens + second.input_tokens,
         output_tokens=first.output_tokens + second.output_tokens,
         total_tokens=first.total_tokens + second.total_tokens,
-        cost_usd=first.cost_usd + second.cost_usd if both_priced else None,
+        cost_usd=sum(priced) if len(priced) == 2 else None,
     )
 
 

@@ -263,7 +263,7 @@ class Budget:
             if level and level > self._warned:
                 self._warned = level
                 warnings.append(f"{level} % of the run's token budget spent: {self.tokens} of {self.limits.max_tokens}")
-        if self.daily is not None:
+        if self.daily is not None and self.limits.daily is not None:
             warning = self.daily.add(self.agent, self.limits.daily, model, prompt, completion)
             warnings += [warning] if warning else []
         return warnings

@@ -12,7 +12,7 @@ agent's runs per minute or daily budget (``storm``, ``budget``).
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Union
 
 from ...errors import AgentUnavailable, Busy, InvalidRequest, OverBudget, RecordsUnavailable, UnknownRun
 from ...models import AgentDefinition, HermesInventory, InvokeResultData, RunStateData, StopReason
@@ -87,9 +87,9 @@ class RunPipeline:
         """A run in the caller's NorFab job: its envelope when it ends."""
         check_instructions(request.instructions)
         self._check_lineage(request)
-        run, earlier = self._accept(request, job)
-        if earlier is not None:
-            return self._earlier_result(request, earlier, job)
+        run = self._accept(request, job)
+        if isinstance(run, str):  # the run its dedupe_key started earlier
+            return self._earlier_result(request, run, job)
         return self._execute(run)
 
     def run_scheduled(
@@ -97,15 +97,17 @@ class RunPipeline:
     ) -> InvokeResultData:
         """A due schedule, as a run of its agent: a session of its own, nobody attached."""
         request = RunRequest(agent, prompt, schedule_id=schedule_id, response_schema=response_schema)
-        run, _ = self._accept(request, None)
+        run = self._accept(request, None)
+        if isinstance(run, str):  # a schedule has no dedupe_key: never an earlier run
+            raise RuntimeError(f"schedule {schedule_id} was answered with earlier run {run}")
         return self._execute(run)
 
     def start_run(self, request: RunRequest) -> RunStateData:
         """A run in the background: its ids at once; get_run follows it."""
         check_instructions(request.instructions)
-        run, earlier = self._accept(request, None)
-        if earlier is not None:
-            return self.runs.state(request.agent, earlier, deduplicated=True)
+        run = self._accept(request, None)
+        if isinstance(run, str):  # the run its dedupe_key started earlier
+            return self.runs.state(request.agent, run, deduplicated=True)
         threading.Thread(target=self._background, args=(run,), name=f"hermes-run-{run.run_id}", daemon=True).start()
         deadline = time.time() + SESSION_ID_WAIT
         while run.session_id is None and run.finished is None and time.time() < deadline:
@@ -158,9 +160,9 @@ class RunPipeline:
             )
             raise InvalidRequest(f"lineage: {refusal}; only a delegate of the asking run's agent may pass a lineage")
 
-    def _accept(self, request: RunRequest, job: Any) -> Tuple[Optional[Run], Optional[str]]:
+    def _accept(self, request: RunRequest, job: Any) -> Union[Run, str]:
         """A new run of the agent, with its budgets, tracked from now on (queued until it executes);
-        or, for a repeated dedupe_key, the id of the earlier run: (new run, earlier run id)."""
+        or, for a repeated dedupe_key, the id of the earlier run."""
         agent = request.agent
         definition = self.require(agent)
         if self.tools.retry_unavailable():
@@ -170,7 +172,7 @@ class RunPipeline:
         try:
             with self.storm.admission(agent, request.dedupe_key, window, per_minute) as ticket:
                 if ticket.earlier is not None:
-                    return None, ticket.earlier
+                    return ticket.earlier
                 refusal = self.daily.refusal(agent, limits.daily) if self.daily else None
                 if refusal:
                     raise OverBudget(f"{refusal}; its runs start again the next day (UTC) or with a bigger budget")
@@ -188,7 +190,7 @@ class RunPipeline:
                 run.approvals_required = definition.approvals_required
                 self.runs.track(run)
                 ticket.started(run.run_id)
-                return run, None
+                return run
         except (Busy, OverBudget, RecordsUnavailable) as refused:
             details = {"reason": str(refused), "code": refused.code, "schedule_id": request.schedule_id}
             self.note("run.refused", agent=agent, actor=request.client, **details)

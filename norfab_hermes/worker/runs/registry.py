@@ -94,7 +94,7 @@ class RunRegistry:
             self._finished[run.run_id] = run
             while self._finished and (
                 len(self._finished) > FINISHED_RUNS_KEPT
-                or time.time() - next(iter(self._finished.values())).finished > FINISHED_RUN_SECONDS
+                or time.time() - (next(iter(self._finished.values())).finished or 0) > FINISHED_RUN_SECONDS
             ):
                 self._finished.popitem(last=False)
 
@@ -205,7 +205,9 @@ class RunRegistry:
             return self._runs.get(run_id) or self._finished.get(run_id)
 
     def page(self, query: GetRunsInput) -> RunsPage:
-        """A page of the run records; a run in flight shows its live state."""
+        """A page of the run records; a run in flight shows its live state (none without records)."""
+        if self.recorder is None:
+            return RunsPage()
         page = self.recorder.records.runs(query)
         runs = []
         for summary in page.runs:

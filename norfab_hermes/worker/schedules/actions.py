@@ -86,7 +86,7 @@ class ScheduleActions:
         job = self.find(agent, ref, "update")
         updates = self._updates(agent, job, definition)
         try:
-            job = cron.update(self.home(agent), job.id, updates) if updates else job
+            job = self._found(agent, job.id, cron.update(self.home(agent), job.id, updates)) if updates else job
         except ValueError as error:
             raise InvalidRequest(f"definition.schedule: {error}") from None
         job = self._watched(agent, job, definition)
@@ -95,12 +95,14 @@ class ScheduleActions:
         return self._answer("update", agent, f"schedule '{job.name}' updated: {', '.join(changed)}", [job])
 
     def pause(self, agent: str, ref: Optional[str]) -> ScheduleResultData:
-        job = cron.pause(self.home(agent), self.find(agent, ref, "pause").id, "paused through NorFab")
+        found = self.find(agent, ref, "pause")
+        job = self._found(agent, found.id, cron.pause(self.home(agent), found.id, "paused through NorFab"))
         return self._answer("pause", agent, f"schedule '{job.name}' paused; a run in flight goes on", [job])
 
     def resume(self, agent: str, ref: Optional[str]) -> ScheduleResultData:
+        found = self.find(agent, ref, "resume")
         try:
-            job = cron.resume(self.home(agent), self.find(agent, ref, "resume").id)
+            job = self._found(agent, found.id, cron.resume(self.home(agent), found.id))
         except ValueError as error:
             raise InvalidRequest(f"schedule_id: {error}") from None
         self.wake()
@@ -112,7 +114,7 @@ class ScheduleActions:
         job = self.find(agent, ref, "run")
         if not job.enabled:
             raise InvalidRequest(f"schedule_id: schedule '{job.name}' is paused; resume it to run it")
-        job = cron.trigger(self.home(agent), job.id)
+        job = self._found(agent, job.id, cron.trigger(self.home(agent), job.id))
         self.wake()
         return self._answer("run", agent, f"schedule '{job.name}' runs now; its result will be in its history", [job])
 
@@ -147,6 +149,10 @@ class ScheduleActions:
             job = cron.get(self.home(agent), ref)
         except LookupError as error:  # a name shared by several schedules (e.g. created in chat)
             raise InvalidRequest(f"schedule_id: {error}; use the schedule's id") from None
+        return self._found(agent, ref, job)
+
+    def _found(self, agent: str, ref: str, job: Optional[CronJob]) -> CronJob:
+        """The job Hermes' store returned, or UnknownSchedule (it was removed, or never was)."""
         if job is None:
             raise UnknownSchedule(
                 f"schedule '{ref}' not found for agent '{agent}' on worker '{self.worker_name}'; "
@@ -155,20 +161,22 @@ class ScheduleActions:
         return job
 
     def _new_job(self, agent: str, definition: Optional[ScheduleDefinition]) -> Dict[str, Any]:
-        missing = [f for f in ("name", "prompt", "schedule") if definition is None or getattr(definition, f) is None]
-        if missing:
+        given = definition or ScheduleDefinition()
+        name, prompt, schedule = given.name, given.prompt, given.schedule
+        if name is None or prompt is None or schedule is None:
+            missing = [f for f, value in (("name", name), ("prompt", prompt), ("schedule", schedule)) if value is None]
             raise InvalidRequest(
                 f"definition: {', '.join(missing)} required to create a schedule, e.g. "
                 "{name: r1-watch, prompt: 'Check r1 interfaces', schedule: 'every 5m'}"
             )
-        self._unique_name(agent, definition.name)
-        self._checked_schedule(definition.schedule)
+        self._unique_name(agent, name)
+        self._checked_schedule(schedule)
         return {
-            "prompt": definition.prompt,
-            "schedule": definition.schedule,
-            "name": definition.name,
-            "repeat": definition.repeat,
-            "skills": definition.skills,
+            "prompt": prompt,
+            "schedule": schedule,
+            "name": name,
+            "repeat": given.repeat,
+            "skills": given.skills,
             "deliver": "local",  # findings go to the history; there is no chat to deliver to
         }
 

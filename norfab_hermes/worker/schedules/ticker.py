@@ -203,8 +203,8 @@ class Schedules:
         watched = self.watches.get(agent, job.id)
         try:
             # a claim the shared record cannot take fails below: an occurrence nobody claimed runs nowhere
-            grouped = watched.group and self.claim
-            owner = self.claim(watched.group, agent, job.name, iso(due) or iso(started)) if grouped else None
+            when = iso(due) or iso(started) or ""
+            owner = self.claim(watched.group, agent, job.name, when) if watched.group and self.claim else None
             if owner not in (None, self.worker_name):  # another member of the group claimed it first
                 note = f"ran on worker {owner} of group {watched.group}"
                 return not_run("skipped", "ELSEWHERE", note, note=note, worker=owner)
@@ -250,14 +250,14 @@ class Schedules:
             ),
         )
         succeeded = status in watch.JUDGED  # a regression is a finding, not a failed run
-        error = None if succeeded else f"{result.stop_reason}: {'; '.join(warnings) or 'see the run history'}"
+        failure = None if succeeded else f"{result.stop_reason}: {'; '.join(warnings) or 'see the run history'}"
         criteria = "".join(f"- {'met' if c.met else 'NOT met'}: {c.criterion} ({c.detail})\n" for c in checked)
         document = (
             f"# {job.name}\n\n**Run:** {result.run_id}\n**Session:** {result.session_id}\n**Status:** {status}\n"
             + (f"\n**Criteria:**\n{criteria}" if criteria else "")
             + f"\n{result.response}\n"
         )
-        return succeeded, document, result.response if succeeded else "", error
+        return succeeded, document, result.response if succeeded else "", failure
 
     def _record_missed(self, agent: str, job: CronJob, due: Optional[datetime], started: datetime) -> Optional[str]:
         """Record the slots Hermes skipped before this late run; the run's own note, if it is late.
@@ -274,7 +274,7 @@ class Schedules:
             return None
         skipped: List[str] = []
         slot = cron.next_run(schedule, due.isoformat())
-        while slot and parse_time(slot) < started and len(skipped) < MISSED_SLOTS_COUNTED:
+        while slot and (parse_time(slot) or started) < started and len(skipped) < MISSED_SLOTS_COUNTED:
             skipped.append(slot)
             slot = cron.next_run(schedule, slot)
         if skipped:
@@ -307,8 +307,8 @@ class Schedules:
         now = datetime.now(timezone.utc)
         for name in [agent] if agent else self.catalog.available():
             jobs = cron.list_jobs(self.home(name)) if name in self.catalog.agents else []
-            due = [(parse_time(j.next_run_at), j) for j in jobs if j.enabled]
-            due = [(t, j) for t, j in due if t]
+            times = [(parse_time(j.next_run_at), j) for j in jobs if j.enabled]
+            due = [(t, j) for t, j in times if t is not None]
             agents[name] = AgentSchedules(
                 schedules=len(jobs),
                 next_due=iso(min((t for t, _ in due), default=None)),

@@ -17,9 +17,10 @@ from ...models import (
 from ...norfab_compat import client_of
 from ..agents.views import agent_details, agent_summaries
 from .base import READ_ONLY, REST, HermesTask
+from .mixin import TaskMixin
 
 
-class AgentTasks:
+class AgentTasks(TaskMixin):
     @HermesTask(input=TaskInput, output=GetAgentsResult, fastapi=REST, mcp=READ_ONLY)
     def get_agents(self) -> Result:
         """List the agents served by this worker with their model and availability."""

@@ -8,9 +8,10 @@ from norfab.models import Result
 from ...models import ApprovalResult, DecisionInput, GetApprovalsInput, GetApprovalsResult
 from ...norfab_compat import client_of
 from .base import APPROVES, DENIES, READ_ONLY, REST, HermesTask, signed_subject
+from .mixin import TaskMixin
 
 
-class ApprovalTasks:
+class ApprovalTasks(TaskMixin):
     @HermesTask(
         input=GetApprovalsInput, output=GetApprovalsResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False}
     )

@@ -94,7 +94,7 @@ class HermesTask(Task):
             gate = getattr(worker, "identity", None)
             job = kwargs.get("job")  # NorFab's Job: who sent it, under the name it chose
             signed = None
-            if gate is not None and gate.enabled:
+            if worker is not None and gate is not None and gate.enabled:
                 arguments = {k: v for k, v in kwargs.items() if k not in INJECTED}
                 try:
                     signed = gate.check(name, arguments, sender_of(job), proof, job=getattr(job, "juuid", None) or "")

@@ -8,9 +8,10 @@ from norfab.models import Result
 from ...models import AcknowledgeInput, BreakerResult, ChangeOutcomeResult, ResetBreakerInput
 from ...norfab_compat import client_of
 from .base import REST, HermesTask
+from .mixin import TaskMixin
 
 
-class ChangeTasks:
+class ChangeTasks(TaskMixin):
     @HermesTask(input=ResetBreakerInput, output=BreakerResult, fastapi=REST, mcp=False, agent={"enabled": False})
     def reset_breaker(self, job: Job, agent: str, note: Optional[str] = None) -> Result:
         """

@@ -6,9 +6,10 @@ from norfab.models import Result
 
 from ...models import EvidenceInput, EvidenceResult, ReportInput, ReportResult
 from .base import READ_ONLY, REST, HermesTask
+from .mixin import TaskMixin
 
 
-class EvidenceTasks:
+class EvidenceTasks(TaskMixin):
     @HermesTask(input=EvidenceInput, output=EvidenceResult, fastapi=REST, mcp=READ_ONLY)
     def evidence(
         self,

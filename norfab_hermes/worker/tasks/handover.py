@@ -6,9 +6,10 @@ from norfab.models import Result
 
 from ...models import HandoverInput, HandoverResult
 from .base import READ_ONLY, REST, HermesTask
+from .mixin import TaskMixin
 
 
-class HandoverTasks:
+class HandoverTasks(TaskMixin):
     @HermesTask(input=HandoverInput, output=HandoverResult, fastapi=REST, mcp=READ_ONLY)
     def handover(
         self,

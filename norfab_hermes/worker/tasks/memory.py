@@ -8,9 +8,10 @@ from norfab.models import Result
 from ...models import MemoryInput, MemoryResult
 from ...norfab_compat import client_of
 from .base import REST, HermesTask
+from .mixin import TaskMixin
 
 
-class MemoryTasks:
+class MemoryTasks(TaskMixin):
     @HermesTask(input=MemoryInput, output=MemoryResult, fastapi=REST, mcp=False, agent={"enabled": False})
     def memory(
         self, job: Job, agent: str, action: str = "list", target: Optional[str] = None, entry: Optional[str] = None

@@ -6,9 +6,10 @@ from norfab.models import Result
 
 from ...models import NotifyInput, NotifyResult, NotifyResultData
 from .base import REST, HermesTask
+from .mixin import TaskMixin
 
 
-class NotifyTasks:
+class NotifyTasks(TaskMixin):
     @HermesTask(input=NotifyInput, output=NotifyResult, fastapi=REST, mcp=False, agent={"enabled": False})
     def notify(
         self, action: str = "status", channel: Optional[str] = None, timeout: float = 15.0, text: Optional[str] = None

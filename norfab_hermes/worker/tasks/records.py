@@ -6,9 +6,10 @@ from norfab.models import Result
 
 from ...models import GetAuditInput, GetAuditResult, GetRunsInput, GetRunsResult, TaskInput, VerifyAuditResult
 from .base import READ_ONLY, REST, HermesTask
+from .mixin import TaskMixin
 
 
-class RecordTasks:
+class RecordTasks(TaskMixin):
     @HermesTask(input=GetRunsInput, output=GetRunsResult, fastapi=REST, mcp=READ_ONLY, agent={"enabled": False})
     def get_runs(
         self,

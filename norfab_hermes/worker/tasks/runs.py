@@ -20,9 +20,10 @@ from ...models import (
 from ...norfab_compat import client_of
 from ..runs.request import RunRequest
 from .base import READ_ONLY, REST, STARTS_RUN, STOPS_RUN, HermesTask
+from .mixin import TaskMixin
 
 
-class RunTasks:
+class RunTasks(TaskMixin):
     @HermesTask(
         input=InvokeInput,
         output=InvokeResult,

@@ -8,9 +8,10 @@ from norfab.models import Result
 from ...models import ScheduleDefinition, ScheduleInput, ScheduleResult
 from ...norfab_compat import client_of
 from .base import REST, HermesTask
+from .mixin import TaskMixin
 
 
-class ScheduleTasks:
+class ScheduleTasks(TaskMixin):
     @HermesTask(input=ScheduleInput, output=ScheduleResult, fastapi=REST, mcp=False, agent={"enabled": False})
     def schedule(
         self,

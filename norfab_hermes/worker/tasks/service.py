@@ -5,7 +5,7 @@ import os
 import platform
 import sys
 import threading
-from typing import Optional
+from typing import Dict, List, Optional
 
 from norfab.core.worker import Job
 from norfab.models import Result
@@ -26,11 +26,12 @@ from ...models import (
 )
 from ...safety.redact import redact
 from .base import READ_ONLY, REST, HermesTask
+from .mixin import TaskMixin
 
 VERSIONED_PACKAGES = ("norfab-hermes", "norfab", "hermes-agent", "picle", "pydantic")
 
 
-class ServiceTasks:
+class ServiceTasks(TaskMixin):
     @HermesTask(input=GetStatusInput, output=GetStatusResult, fastapi=REST, mcp=READ_ONLY)
     def get_status(self, agent: Optional[str] = None) -> Result:
         """
@@ -82,7 +83,7 @@ class ServiceTasks:
         a removed key is refused from the next request on. Needs role admin once operators are set.
         """
         self.reload_identity()
-        fingerprints = {name: [] for name in self.identity.operators}
+        fingerprints: Dict[str, List[str]] = {name: [] for name in self.identity.operators}
         for key, name in self.identity.public_keys().items():
             fingerprints[name].append(key)
         return Result(

@@ -4,9 +4,10 @@ from norfab.models import Result
 
 from ...models import GetSessionInput, GetSessionResult, GetSessionsInput, GetSessionsResult
 from .base import READ_ONLY, REST, HermesTask
+from .mixin import TaskMixin
 
 
-class SessionTasks:
+class SessionTasks(TaskMixin):
     @HermesTask(
         input=GetSessionsInput,
         output=GetSessionsResult,
