@@ -10,6 +10,14 @@ starting together apply each once; a worker refuses a database whose schema
 is newer than it knows. A connection the server dropped is opened again on
 the next use; what failed meanwhile failed loudly.
 
+A write appends its audit entries after the chain's head as this worker
+last left it and moves the head once for all of them, before the first
+(``hermes_move_head`` locks the head's row, the chain's lock, and fails the
+write when another worker appended meanwhile). A write that does not wait
+for its WAL flush (``durable=False``: the worker keeps a copy on its own
+disk, ``outbox``) reports where its commit is in the WAL and how far the
+server has flushed, so that the worker knows when its copy may go.
+
 Advisory locks: ``hold`` takes session locks on a connection of their own,
 held until released or until that connection ends, so a killed worker's
 locks end with it.
@@ -37,9 +45,24 @@ KEY_LOCK = 3  # device locks, dedupe keys, schedule occurrences: by name
 PREPARE_AFTER = 1  # uses of a statement before it is prepared on the server (psycopg's default: 5)
 WAIT_STEP = 0.05  # seconds between tries of a busy advisory lock
 CHAIN_MOVED = "40001"  # what hermes_move_head raises (serialization_failure) when another worker appended first
+MARKS_MOVED = (
+    "HR001"  # what hermes_mark_outbox raises when the record lacks moved writes of the outbox (its server lost them)
+)
+WAL = "SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_flush_lsn()::text"
 
 
 SCHEMA_VERSION = migrations()[-1][0]
+
+
+class MarksMoved(Exception):
+    """The record's last mark of an outbox is not the one the worker moved last: it lost writes (a crash of its
+    server lost commits not yet flushed), which the worker moves again from the outbox."""
+
+
+def lsn(text: str) -> int:
+    """A WAL position (``16/B374D848``) as a number, to compare."""
+    high, _, low = text.partition("/")
+    return (int(high, 16) << 32) + int(low, 16)
 
 
 def key_of(name: str) -> int:
@@ -157,6 +180,10 @@ class Connection:
         self.waiting: List[Tuple[str, Answer]] = []
         self.begun = False  # something of the transaction reached the server
         self.head: Optional[Tuple[int, str]] = None  # the audit chain's head this transaction moved it to
+        self.moved_from: Optional[Tuple[int, str]] = None  # the head before the entries not sent yet
+        self.head_slot: Optional[int] = None  # where the head's move goes among the statements waiting
+        self.durable = durable
+        self.wal: Optional[Tuple[int, int]] = None  # (its commit's WAL position, the server's flush), not durable
         self.execute("BEGIN")
         if not durable:
             self.execute("SET LOCAL synchronous_commit TO off")
@@ -175,8 +202,20 @@ class Connection:
             return self.mogrify(translate(sql), list(params))
         return "".join(part + value for part, value in zip(parts, values)) + parts[-1]
 
+    def move_head(self, before: Tuple[int, str], after: Tuple[int, str]) -> None:
+        """The head moves from ``before`` to ``after``: one statement, before the first entry not sent yet,
+        moving it to where the last of them leaves it (filled in when the statements are sent)."""
+        if self.head_slot is None:
+            self.head_slot, self.moved_from = len(self.waiting), before
+            self.waiting.append(("", Answer(self)))
+        self.head = after
+
     def flush(self) -> None:
         """Send what waits, as one query; each statement's answer to its ``Answer``."""
+        if self.head_slot is not None and self.moved_from is not None and self.head is not None:
+            moved = self.bind("SELECT hermes_move_head(?, ?, ?, ?)", [*self.moved_from, *self.head])
+            self.waiting[self.head_slot] = (moved, self.waiting[self.head_slot][1])
+            self.head_slot = self.moved_from = None
         waiting, self.waiting = self.waiting, []
         if not waiting:
             return
@@ -189,8 +228,14 @@ class Connection:
             answer.answered(cursor)
 
     def commit(self) -> None:
+        """A commit that does not wait for its flush reports where it is in the WAL (the statement after COMMIT
+        runs after the commit's record)."""
         self.execute("COMMIT")
+        where = None if self.durable else self.execute(WAL)
         self.flush()
+        if where is not None:
+            inserted, flushed = where.fetchone()
+            self.wal = (lsn(inserted), lsn(flushed))
 
     def abandon(self) -> None:
         """Nothing of it stays: what waits is dropped, what reached the server is rolled back."""
@@ -254,6 +299,8 @@ class PgDatabase:
         with self.reading() as db:
             self.record_id = db.execute("SELECT value FROM record_meta WHERE name = 'record_id'").fetchone()[0]
         self._head: Optional[Tuple[int, str]] = None  # the audit chain's head as this worker last left it
+        self.session = 1  # counts the connections opened: WAL positions of two server lives do not compare
+        self.wal: Optional[Tuple[int, int, int]] = None  # (session, commit, flush) of the last write not durable
         self._idle: List[Any] = []  # connections of released advisory locks, for the next holder
         self._idle_lock = threading.Lock()
 
@@ -299,6 +346,7 @@ class PgDatabase:
     def _connection(self) -> Any:
         if self._raw.closed or self._raw.broken:
             self._raw = connect(self.dsn, self.source)
+            self.session += 1
         return self._raw
 
     @contextlib.contextmanager
@@ -320,9 +368,13 @@ class PgDatabase:
                 moved = isinstance(error, (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure))
                 if moved and (error.diag.table_name == "audit" or error.sqlstate == CHAIN_MOVED):
                     raise ChainMoved(str(error)) from error
+                if isinstance(error, psycopg.Error) and error.sqlstate == MARKS_MOVED:
+                    raise MarksMoved(str(error)) from error
                 raise
             if db.head is not None:
                 self._head = db.head
+            if db.wal is not None:
+                self.wal = (self.session, *db.wal)
 
     def chain_head(self, db: Connection) -> Tuple[int, str]:
         """Where the audit chain ends: as this transaction left it, as this worker last left it (checked
@@ -335,10 +387,23 @@ class PgDatabase:
         return (row[0], row[1]) if row else (0, audit.GENESIS)
 
     def move_head(self, db: Connection, before: Tuple[int, str], after: Tuple[int, str]) -> None:
-        """The chain's head row moves from ``before`` to ``after``; the commit fails (ChainMoved) if it was
-        not at ``before`` any more."""
-        db.execute("SELECT hermes_move_head(?, ?, ?, ?)", [*before, *after])
-        db.head = after
+        """The chain's head row moves from ``before`` to ``after`` (once for all the entries of the transaction);
+        the commit fails (ChainMoved) if it was not at ``before`` any more."""
+        db.move_head(before, after)
+
+    def outbox_state(self, outbox: str, flush: bool = False) -> Tuple[int, int, int, int]:
+        """(session, the server's WAL insert and flush positions, the last mark of ``outbox``); ``flush``: after
+        a commit that waits for its flush, which flushes every commit before it (the WAL is one sequence)."""
+        with self._lock, self._failing():
+            raw = self._connection()
+            if flush:
+                with raw.transaction():
+                    raw.execute("SET LOCAL synchronous_commit TO on")
+                    raw.execute("SELECT txid_current()")  # an id of its own: the commit has a WAL record to flush
+            row = raw.execute(
+                f"{WAL}, (SELECT coalesce(max(seq), 0) FROM buffered_writes WHERE outbox = %s)", [outbox]
+            ).fetchone()
+            return self.session, lsn(row[0]), lsn(row[1]), row[2]
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Connection]:
