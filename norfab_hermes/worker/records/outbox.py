@@ -50,6 +50,14 @@ CREATE TABLE IF NOT EXISTS outbox (
     durable INTEGER NOT NULL,
     queued REAL NOT NULL
 );
+-- writes moved into the record, kept until its server has flushed them (a crash of the server loses none)
+CREATE TABLE IF NOT EXISTS outbox_unflushed (
+    seq INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    durable INTEGER NOT NULL,
+    queued REAL NOT NULL
+);
 -- a kept write the database refused (a fault of this worker's, never an outage): set aside, logged
 CREATE TABLE IF NOT EXISTS outbox_refused (
     seq INTEGER PRIMARY KEY,
@@ -62,6 +70,7 @@ CREATE TABLE IF NOT EXISTS outbox_meta (name TEXT PRIMARY KEY, value TEXT NOT NU
 INSERT OR IGNORE INTO outbox_meta (name, value) VALUES ('outbox_id', lower(hex(randomblob(16))));
 """
 MARK = "SELECT hermes_mark_outbox(?, ?, ?, ?, ?)"
+COLUMNS = "seq, name, payload, durable, queued"
 
 
 @dataclass(frozen=True)
@@ -116,7 +125,7 @@ class Outbox:
 
     def _waiting_count(self) -> int:
         with self.file.reading() as sqlite:
-            return sqlite.execute("SELECT count(*) FROM outbox WHERE seq > ?", (self._moved,)).fetchone()[0]
+            return sqlite.execute("SELECT count(*) FROM outbox").fetchone()[0]
 
     @property
     def waiting(self) -> int:
@@ -217,6 +226,7 @@ class Outbox:
 
     def _moved_through(self, batch: List[Kept]) -> None:
         self._moved = batch[-1].seq
+        self._aside("outbox", "outbox_unflushed", f"seq <= {self._moved}")
         with self._counting:
             for kept in batch:
                 self._fresh.pop(kept.seq, None)
@@ -247,7 +257,13 @@ class Outbox:
             through = max(done)
             self._unflushed = [entry for entry in self._unflushed if entry[0] > through]
             with self.file.transaction() as sqlite:
-                sqlite.execute("DELETE FROM outbox WHERE seq <= ?", (through,))
+                sqlite.execute("DELETE FROM outbox_unflushed WHERE seq <= ?", (through,))
+
+    def _aside(self, source: str, target: str, where: str) -> None:
+        """Rows of one table of the file into the other (moved into the record, or to be moved again)."""
+        with self.file.transaction() as sqlite:
+            sqlite.execute(f"INSERT OR REPLACE INTO {target} ({COLUMNS}) SELECT {COLUMNS} FROM {source} WHERE {where}")
+            sqlite.execute(f"DELETE FROM {source} WHERE {where}")
 
     def _verify(self, flush: bool = False) -> None:
         """Start again from what the record holds of this outbox (its last mark): at start, and when the record
@@ -257,6 +273,8 @@ class Outbox:
         if marked < self._moved:
             log.warning(f"{self.worker} - Records database {self.source} lost records {marked + 1}-{self._moved}")
         self._moved = marked
+        self._aside("outbox", "outbox_unflushed", f"seq <= {marked}")  # in the record: a kill came before the file
+        self._aside("outbox_unflushed", "outbox", f"seq > {marked}")  # not in the record: its server lost them
         # committed before now (and, after ``flush``, flushed): dropped once the server has flushed this far
         self._unflushed = [(marked, flushed if flush else inserted, session)] if marked else []
         self._flushed(session, flushed)
@@ -304,9 +322,7 @@ class Outbox:
     def pending(self) -> List[str]:
         """The names of the writes not in the record yet, oldest first (for tests and get_status)."""
         with self.file.reading() as sqlite:
-            return [
-                row[0] for row in sqlite.execute("SELECT name FROM outbox WHERE seq > ? ORDER BY seq", (self._moved,))
-            ]
+            return [row[0] for row in sqlite.execute("SELECT name FROM outbox ORDER BY seq")]
 
     def close(self) -> None:
         """Stop the thread; what waits is moved, and flushed by the server, when the record answers."""

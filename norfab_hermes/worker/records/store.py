@@ -211,10 +211,11 @@ class Records:
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Any]:
-        """Reads of the record after this worker's writes (what waits in the outbox is moved first)."""
+        """Reads of the record after this worker's writes (what waits in the outbox is moved first; while the
+        record did not answer, a read tries it)."""
         if self.outbox is not None and self.outbox.waiting:
             with self._order:
-                self.outbox.catch_up()
+                self.outbox.catch_up(trying=True)
         with self.db.reading() as db:
             yield db
 
