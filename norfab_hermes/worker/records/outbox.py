@@ -30,11 +30,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ...errors import RecordsUnavailable
 from .db import Database
-from .pg import MarksMoved, PgDatabase
+
+if TYPE_CHECKING:  # the postgresql extra: a SQLite worker never imports the driver
+    from .pg import PgDatabase
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,11 @@ MARK = "SELECT hermes_mark_outbox(?, ?, ?, ?, ?)"
 COLUMNS = "seq, name, payload, durable, queued"
 
 
+class MarksMoved(Exception):
+    """The record's last mark of an outbox is not the one the worker moved last: it lost writes (a crash of its
+    server lost commits not yet flushed), which the worker moves again from the outbox."""
+
+
 @dataclass(frozen=True)
 class Kept:
     """One write in the outbox: its number, the Records write's name and its JSON arguments."""
@@ -99,7 +106,7 @@ class Outbox:
         order: the lock a move holds, so that no write of the worker comes between the outbox and the record.
     """
 
-    def __init__(self, root: Path, worker: str, db: PgDatabase, move: Move, order: threading.RLock) -> None:
+    def __init__(self, root: Path, worker: str, db: "PgDatabase", move: Move, order: threading.RLock) -> None:
         self.worker, self.db, self.source = worker, db, db.source
         self.file = Database(Path(root) / OUTBOX_FILE, [SCHEMA], durable_sync=True)
         with self.file.reading() as sqlite:
