@@ -30,13 +30,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
 from ...errors import RecordsUnavailable
 from .db import Database
-
-if TYPE_CHECKING:  # the postgresql extra: a SQLite worker never imports the driver
-    from .pg import PgDatabase
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +77,17 @@ class MarksMoved(Exception):
     server lost commits not yet flushed), which the worker moves again from the outbox."""
 
 
+class Record(Protocol):
+    """What the outbox asks of the fleet's record (``pg.PgDatabase``)."""
+
+    source: str  # where its DSN came from, for messages
+    wal: Optional[Tuple[int, int, int]]  # (session, commit, flush) of its last write not waiting for the flush
+
+    def reachable(self) -> bool: ...
+
+    def outbox_state(self, outbox: str, flush: bool = False) -> Tuple[int, int, int, int]: ...
+
+
 @dataclass(frozen=True)
 class Kept:
     """One write in the outbox: its number, the Records write's name and its JSON arguments."""
@@ -106,7 +114,7 @@ class Outbox:
         order: the lock a move holds, so that no write of the worker comes between the outbox and the record.
     """
 
-    def __init__(self, root: Path, worker: str, db: "PgDatabase", move: Move, order: threading.RLock) -> None:
+    def __init__(self, root: Path, worker: str, db: Record, move: Move, order: threading.RLock) -> None:
         self.worker, self.db, self.source = worker, db, db.source
         self.file = Database(Path(root) / OUTBOX_FILE, [SCHEMA], durable_sync=True)
         with self.file.reading() as sqlite:
