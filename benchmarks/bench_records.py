@@ -31,8 +31,8 @@ from norfab_hermes.models import (
 from norfab_hermes.testing.embedded import running_norfab
 from norfab_hermes.testing.postgres import postgres_server
 from norfab_hermes.worker.changes.locks import FleetDeviceLocks, Holder
-from norfab_hermes.worker.records.db import RECORDS_FILE
 from norfab_hermes.worker.records import runs
+from norfab_hermes.worker.records.db import RECORDS_FILE
 from norfab_hermes.worker.records.runs import RunRow
 from norfab_hermes.worker.records.store import Records
 

@@ -5,23 +5,21 @@ A run's writes (accepted, running, each tool call, an approval asked and
 decided, its end, the audit entries) go first into a SQLite file under the
 worker's instance root (``records_outbox.db``, WAL: a worker killed loses
 none of it; a decision and a run's end are synced to the disk before the
-call goes on), which costs the run a fraction of a millisecond, instead of a
+call goes on). That costs the run a fraction of a millisecond instead of a
 round trip and a WAL flush of the server per write. A thread of the worker
 moves what waits into the record at once, oldest first, as many writes as
-wait in one transaction that does not wait for the server's flush (one
-round trip, one step of the audit chain), so the fleet sees a run in flight
-a few milliseconds after each write. A write stays in the file until the
-server has flushed its commit, so a crash of the server loses nothing either.
+wait in one transaction (one round trip, one step of the audit chain, one
+flush of the server, waited for by the thread, not by the run), so the fleet
+sees a run in flight a millisecond or two after each write. A write leaves
+the file once its transaction is committed and flushed.
 
 Each transaction carries a mark, the outbox's id and the number of its last
-write (``buffered_writes``), made only after the mark the worker moved before
-(``hermes_mark_outbox``): a worker killed after the record's commit and
-before the file's delete starts again after the last mark; a record that
-lost moved writes (its server crashed first) refuses the next mark, and the
-worker moves them again. While the record does not answer the writes wait,
-in order, and the thread tries every ``RETRY`` seconds; a write that must
-reach the record before its caller goes on (a run that needs the record, a
-dedupe key, the day's usage) is moved by its caller, with what waits before it.
+write (``buffered_writes``): a worker killed after the record's commit and
+before the file's delete starts again after its last mark, so nothing is
+written twice. While the record does not answer the writes wait, in order,
+and the thread tries every ``RETRY`` seconds. A write that must be in the
+record before its caller goes on (a run that needs the record, a dedupe
+key, the day's usage) and a read of the record move what waits themselves.
 """
 
 import json
@@ -30,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol
 
 from ...errors import RecordsUnavailable
 from .db import Database
@@ -39,21 +37,12 @@ log = logging.getLogger(__name__)
 
 OUTBOX_FILE = "records_outbox.db"
 RETRY = 1.0  # seconds between tries of an unreachable database
-CONFIRM_STEP = 0.2  # seconds between asking the server how far it flushed, while moved writes wait for it
 BATCH = 500  # writes moved in one transaction at most
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     name TEXT NOT NULL,      -- the Records write: run_started, tool_call, run_ended, ...
     payload TEXT NOT NULL,   -- its arguments, as JSON
-    durable INTEGER NOT NULL,
-    queued REAL NOT NULL
-);
--- writes moved into the record, kept until its server has flushed them (a crash of the server loses none)
-CREATE TABLE IF NOT EXISTS outbox_unflushed (
-    seq INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    payload TEXT NOT NULL,
     durable INTEGER NOT NULL,
     queued REAL NOT NULL
 );
@@ -68,24 +57,17 @@ CREATE TABLE IF NOT EXISTS outbox_refused (
 CREATE TABLE IF NOT EXISTS outbox_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO outbox_meta (name, value) VALUES ('outbox_id', lower(hex(randomblob(16))));
 """
-MARK = "SELECT hermes_mark_outbox(?, ?, ?, ?, ?)"
-COLUMNS = "seq, name, payload, durable, queued"
-
-
-class MarksMoved(Exception):
-    """The record's last mark of an outbox is not the one the worker moved last: it lost writes (a crash of its
-    server lost commits not yet flushed), which the worker moves again from the outbox."""
+MARK = "INSERT INTO buffered_writes (outbox, seq, worker, applied) VALUES (?, ?, ?, ?)"
 
 
 class Record(Protocol):
     """What the outbox asks of the fleet's record (``pg.PgDatabase``)."""
 
     source: str  # where its DSN came from, for messages
-    wal: Optional[Tuple[int, int, int]]  # (session, commit, flush) of its last write not waiting for the flush
 
     def reachable(self) -> bool: ...
 
-    def outbox_state(self, outbox: str, flush: bool = False) -> Tuple[int, int, int, int]: ...
+    def marked(self, outbox: str) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -97,14 +79,13 @@ class Kept:
     payload: Dict[str, Any]
 
 
-# move(writes, mark): the Records writes in one transaction (not waiting for its flush), ``mark(db)`` in it;
-# what each write answered, in order
+# move(writes, mark): the Records writes in one transaction, ``mark(db)`` in it; what each write answered
 Move = Callable[[List[Kept], Callable[[Any], None]], List[Any]]
 
 
 class Outbox:
     """
-    The writes of the worker not yet in the fleet's record, or not yet flushed by its server.
+    The writes of the worker not yet in the fleet's record.
 
     Args:
         root: the worker's instance root (the file lives there).
@@ -123,24 +104,20 @@ class Outbox:
         self._counting = threading.Lock()
         self._wake, self._stopped = threading.Event(), threading.Event()
         self._fresh: Dict[int, Kept] = {}  # this life's writes not moved yet, so that none is read back from the file
-        self._unflushed: List[Tuple[int, int, int]] = []  # (last seq, commit WAL position, session) of moved batches
         self._away: Optional[str] = None  # why the record did not answer, since it did not
-        self._moved = 0
-        self._verify(flush=True)  # what the worker's last life moved: in the record, and flushed there
-        self._count = self._waiting_count()
+        self._moved = db.marked(self.outbox_id)  # the last write in the record: the rest of the file waits
+        self._drop_moved()
+        with self.file.reading() as sqlite:
+            self._count = sqlite.execute("SELECT count(*) FROM outbox").fetchone()[0]
         if self._count:  # left by the worker's last life: moved over before the worker settles its runs
             log.warning(f"{worker} - {self._count} records wait in {self.file.path} for the records database")
             try:
                 with order:
                     self.catch_up()
-            except RecordsUnavailable as error:
-                self._went_away(error)
+            except RecordsUnavailable:
+                pass  # logged; the thread tries again
         self._thread = threading.Thread(target=self._moving, name=f"{worker}-records-outbox", daemon=True)
         self._thread.start()
-
-    def _waiting_count(self) -> int:
-        with self.file.reading() as sqlite:
-            return sqlite.execute("SELECT count(*) FROM outbox").fetchone()[0]
 
     @property
     def waiting(self) -> int:
@@ -191,7 +168,12 @@ class Outbox:
                     break
                 answers.update(self._move_batch(batch))
         except RecordsUnavailable as error:
-            self._went_away(error)
+            if self._away is None:
+                log.warning(
+                    f"{self.worker} - Records database {self.source} unreachable ({error}): records of read-only "
+                    f"runs are kept in {self.file.path} until it answers; runs that need it are refused"
+                )
+            self._away = str(error).split(". Fix:")[0]
             raise
         if self._away:
             log.info(f"{self.worker} - Records database {self.source} answers again: the kept records are in it")
@@ -212,48 +194,35 @@ class Outbox:
 
     def _move_batch(self, batch: List[Kept]) -> Dict[int, Any]:
         """One transaction of writes; on a fault of one (never an outage), each on its own, the faulty one set aside."""
+        last = batch[-1].seq
         try:
-            answers = self._move(batch, self._marker(batch[-1].seq))
+            answers = self._move(batch, lambda db: db.execute(MARK, [self.outbox_id, last, self.worker, time.time()]))
         except RecordsUnavailable:
             raise
-        except MarksMoved as error:
-            log.warning(f"{self.worker} - Records database {self.source} lacks moved records ({error}): moved again")
-            self._verify()
-            return {}
         except Exception as error:
-            if len(batch) > 1:
-                answered: Dict[int, Any] = {}
-                for kept in batch:
-                    answered.update(self._move_batch([kept]))
-                return answered
-            self._set_aside(batch[0], error)
-            return {}
-        self._moved_through(batch)
-        return {kept.seq: answer for kept, answer in zip(batch, answers)}
-
-    def _marker(self, last: int) -> Callable[[Any], None]:
-        after = self._moved
-
-        def mark(db: Any) -> None:
-            db.execute(MARK, [self.outbox_id, after, last, self.worker, time.time()])
-
-        return mark
-
-    def _moved_through(self, batch: List[Kept]) -> None:
-        self._moved = batch[-1].seq
-        self._aside("outbox", "outbox_unflushed", f"seq <= {self._moved}")
+            if len(batch) == 1:
+                self._set_aside(batch[0], error)
+                return {}
+            answered: Dict[int, Any] = {}
+            for kept in batch:
+                answered.update(self._move_batch([kept]))
+            return answered
+        self._moved = last
+        self._drop_moved()
         with self._counting:
             for kept in batch:
                 self._fresh.pop(kept.seq, None)
             self._count = max(self._count - len(batch), 0)
-        if self.db.wal is not None:
-            session, committed, flushed = self.db.wal
-            self._unflushed.append((self._moved, committed, session))
-            self._flushed(session, flushed)
+        return {kept.seq: answer for kept, answer in zip(batch, answers)}
+
+    def _drop_moved(self) -> None:
+        """The writes the record holds leave the file (committed and flushed there)."""
+        with self.file.transaction() as sqlite:
+            sqlite.execute("DELETE FROM outbox WHERE seq <= ?", (self._moved,))
 
     def _set_aside(self, kept: Kept, error: Exception) -> None:
         """A write the record refused (a fault, never expected): kept aside in the file, logged, and the writes
-        after it go on (the next mark follows the one before it)."""
+        after it go on."""
         log.exception(f"{self.worker} - Records database {self.source} refused kept write {kept.seq} ({kept.name})")
         with self.file.transaction() as sqlite:
             sqlite.execute(
@@ -265,51 +234,10 @@ class Outbox:
             self._fresh.pop(kept.seq, None)
             self._count = max(self._count - 1, 0)
 
-    def _flushed(self, session: int, flushed: int) -> None:
-        """Drop from the file the moved writes the server has flushed (their commits at or before ``flushed``)."""
-        done = [seq for seq, committed, at in self._unflushed if at == session and committed <= flushed]
-        if done:
-            through = max(done)
-            self._unflushed = [entry for entry in self._unflushed if entry[0] > through]
-            with self.file.transaction() as sqlite:
-                sqlite.execute("DELETE FROM outbox_unflushed WHERE seq <= ?", (through,))
-
-    def _aside(self, source: str, target: str, where: str) -> None:
-        """Rows of one table of the file into the other (moved into the record, or to be moved again)."""
-        with self.file.transaction() as sqlite:
-            sqlite.execute(f"INSERT OR REPLACE INTO {target} ({COLUMNS}) SELECT {COLUMNS} FROM {source} WHERE {where}")
-            sqlite.execute(f"DELETE FROM {source} WHERE {where}")
-
-    def _verify(self, flush: bool = False) -> None:
-        """Start again from what the record holds of this outbox (its last mark): at start, and when the record
-        lacks moved writes or was connected again (a server's WAL positions of another life do not compare).
-        The caller holds the write order, or the outbox is new."""
-        session, inserted, flushed, marked = self.db.outbox_state(self.outbox_id, flush)
-        if marked < self._moved:
-            log.warning(f"{self.worker} - Records database {self.source} lost records {marked + 1}-{self._moved}")
-        self._moved = marked
-        self._aside("outbox", "outbox_unflushed", f"seq <= {marked}")  # in the record: a kill came before the file
-        self._aside("outbox_unflushed", "outbox", f"seq > {marked}")  # not in the record: its server lost them
-        # committed before now (and, after ``flush``, flushed): dropped once the server has flushed this far
-        self._unflushed = [(marked, flushed if flush else inserted, session)] if marked else []
-        self._flushed(session, flushed)
-        with self._counting:
-            self._fresh = {seq: kept for seq, kept in self._fresh.items() if seq > marked}
-        self._count = self._waiting_count()
-
-    def _went_away(self, error: Exception) -> None:
-        if self._away is None:
-            log.warning(
-                f"{self.worker} - Records database {self.source} unreachable ({error}): records of read-only runs "
-                f"are kept in {self.file.path} until it answers; runs that need it are refused"
-            )
-        self._away = str(error).split(". Fix:")[0]
-
     def _moving(self) -> None:
-        """The thread: moves what waits as soon as it is put, asks how far the server flushed while moved writes
-        wait for it, and tries an unreachable record every ``RETRY`` seconds."""
+        """The thread: moves what waits as soon as it is put; tries an unreachable record every ``RETRY`` s."""
         while not self._stopped.is_set():
-            self._wake.wait(RETRY if self._away else CONFIRM_STEP if self._unflushed else None)
+            self._wake.wait(RETRY if self._away else None)
             self._wake.clear()
             if self._stopped.is_set():
                 return
@@ -318,21 +246,11 @@ class Outbox:
                     continue
                 with self._order:
                     self.catch_up(trying=True)
-                    if self._unflushed and not self._count:
-                        self._confirm()
             except RecordsUnavailable:
                 self._stopped.wait(RETRY)
             except Exception:  # never expected: the thread goes on, the writes wait in the file
                 log.exception(f"{self.worker} - Could not move records into the records database {self.source}")
                 self._stopped.wait(RETRY)
-
-    def _confirm(self, flush: bool = False) -> None:
-        """Ask how far the server flushed (``flush``: have it flush first); moved writes it has go from the file."""
-        session, _, flushed, _ = self.db.outbox_state(self.outbox_id, flush)
-        if any(at != session for _, _, at in self._unflushed):
-            self._verify(flush)
-        else:
-            self._flushed(session, flushed)
 
     def pending(self) -> List[str]:
         """The names of the writes not in the record yet, oldest first (for tests and get_status)."""
@@ -340,15 +258,13 @@ class Outbox:
             return [row[0] for row in sqlite.execute("SELECT name FROM outbox ORDER BY seq")]
 
     def close(self) -> None:
-        """Stop the thread; what waits is moved, and flushed by the server, when the record answers."""
+        """Stop the thread, after one more move of what waits (what the record does not take stays in the file)."""
         self._stopped.set()
         self._wake.set()
         self._thread.join(timeout=10)
         try:
             with self._order:
                 self.catch_up(trying=True)
-                if self._unflushed:
-                    self._confirm(flush=True)
         except RecordsUnavailable as error:
             log.warning(f"{self.worker} - {self._count} records stay in {self.file.path}: {error}")
         self.file.close()

@@ -13,10 +13,7 @@ the next use; what failed meanwhile failed loudly.
 A write appends its audit entries after the chain's head as this worker
 last left it and moves the head once for all of them, before the first
 (``hermes_move_head`` locks the head's row, the chain's lock, and fails the
-write when another worker appended meanwhile). A write that does not wait
-for its WAL flush (``durable=False``: the worker keeps a copy on its own
-disk, ``outbox``) reports where its commit is in the WAL and how far the
-server has flushed, so that the worker knows when its copy may go.
+write when another worker appended meanwhile).
 
 Advisory locks: ``hold`` takes session locks on a connection of their own,
 held until released or until that connection ends, so a killed worker's
@@ -33,8 +30,7 @@ from typing import Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple
 from ...errors import InventoryError, RecordsUnavailable
 from . import audit
 from .audit import ChainMoved
-from .outbox import MarksMoved
-from .pg_batch import WAL, Connection, Reader, lsn, row_factory, translate
+from .pg_batch import Connection, Reader, row_factory, translate
 from .schema import migrations
 
 log = logging.getLogger(__name__)
@@ -46,9 +42,6 @@ KEY_LOCK = 3  # device locks, dedupe keys, schedule occurrences: by name
 PREPARE_AFTER = 1  # uses of a statement before it is prepared on the server (psycopg's default: 5)
 WAIT_STEP = 0.05  # seconds between tries of a busy advisory lock
 CHAIN_MOVED = "40001"  # what hermes_move_head raises (serialization_failure) when another worker appended first
-MARKS_MOVED = (
-    "HR001"  # what hermes_mark_outbox raises when the record lacks moved writes of the outbox (its server lost them)
-)
 
 
 SCHEMA_VERSION = migrations()[-1][0]
@@ -111,8 +104,6 @@ class PgDatabase:
         with self.reading() as db:
             self.record_id = db.execute("SELECT value FROM record_meta WHERE name = 'record_id'").fetchone()[0]
         self._head: Optional[Tuple[int, str]] = None  # the audit chain's head as this worker last left it
-        self.session = 1  # counts the connections opened: WAL positions of two server lives do not compare
-        self.wal: Optional[Tuple[int, int, int]] = None  # (session, commit, flush) of the last write not durable
         self._idle: List[Any] = []  # connections of released advisory locks, for the next holder
         self._idle_lock = threading.Lock()
 
@@ -158,11 +149,10 @@ class PgDatabase:
     def _connection(self) -> Any:
         if self._raw.closed or self._raw.broken:
             self._raw = connect(self.dsn, self.source)
-            self.session += 1
         return self._raw
 
     @contextlib.contextmanager
-    def transaction(self, durable: bool = True) -> Iterator[Connection]:
+    def transaction(self) -> Iterator[Connection]:
         """One write transaction: committed when the block ends, rolled back if it raises.
 
         ``ChainMoved`` when another worker appended to the audit chain since this
@@ -170,7 +160,7 @@ class PgDatabase:
         """
         psycopg = driver()
         with self._lock, self._failing():
-            db = Connection(self._connection(), durable)
+            db = Connection(self._connection())
             try:
                 yield db
                 db.commit()
@@ -180,13 +170,9 @@ class PgDatabase:
                 moved = isinstance(error, (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure))
                 if moved and (error.diag.table_name == "audit" or error.sqlstate == CHAIN_MOVED):
                     raise ChainMoved(str(error)) from error
-                if isinstance(error, psycopg.Error) and error.sqlstate == MARKS_MOVED:
-                    raise MarksMoved(str(error)) from error
                 raise
             if db.head is not None:
                 self._head = db.head
-            if db.wal is not None:
-                self.wal = (self.session, *db.wal)
 
     def chain_head(self, db: Connection) -> Tuple[int, str]:
         """Where the audit chain ends: as this transaction left it, as this worker last left it (checked
@@ -203,19 +189,12 @@ class PgDatabase:
         the commit fails (ChainMoved) if it was not at ``before`` any more."""
         db.move_head(before, after)
 
-    def outbox_state(self, outbox: str, flush: bool = False) -> Tuple[int, int, int, int]:
-        """(session, the server's WAL insert and flush positions, the last mark of ``outbox``); ``flush``: after
-        a commit that waits for its flush, which flushes every commit before it (the WAL is one sequence)."""
-        with self._lock, self._failing():
-            raw = self._connection()
-            if flush:
-                with raw.transaction():
-                    raw.execute("SET LOCAL synchronous_commit TO on")
-                    raw.execute("SELECT txid_current()")  # an id of its own: the commit has a WAL record to flush
-            row = raw.execute(
-                f"{WAL}, (SELECT coalesce(max(seq), 0) FROM buffered_writes WHERE outbox = %s)", [outbox]
-            ).fetchone()
-            return self.session, lsn(row[0]), lsn(row[1]), row[2]
+    def marked(self, outbox: str) -> int:
+        """The number of the last write of ``outbox`` the record holds (its last mark; 0: none)."""
+        with self.reading() as db:
+            return db.execute(
+                "SELECT coalesce(max(seq), 0) FROM buffered_writes WHERE outbox = ?", [outbox]
+            ).fetchone()[0]
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Connection]:

@@ -11,14 +11,6 @@ this module, and only once the driver is there (a SQLite worker never imports it
 import functools
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-WAL = "SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_flush_lsn()::text"
-
-
-def lsn(text: str) -> int:
-    """A WAL position (``16/B374D848``) as a number, to compare."""
-    high, _, low = text.partition("/")
-    return (int(high, 16) << 32) + int(low, 16)
-
 
 @functools.lru_cache(maxsize=512)
 def translate(sql: str) -> str:
@@ -116,13 +108,11 @@ class Connection:
     write reads something on the way (a fetch, a row count sends what waits).
 
     Args:
-        raw: an autocommit connection (the transaction is this batch's own).
-        durable: the commit waits for its WAL flush (synchronous_commit); else it
-            commits at once and is flushed within ~0.6 s or by the next durable commit
-            (PostgreSQL's WAL is one sequence: a flush keeps every commit before it).
+        raw: an autocommit connection (the transaction is this batch's own); its commit
+            waits for the WAL flush (the server's synchronous_commit, on by default).
     """
 
-    def __init__(self, raw: Any, durable: bool) -> None:
+    def __init__(self, raw: Any) -> None:
         self.raw = raw
         from psycopg import ClientCursor  # the worker's postgresql extra, there once a connection is
 
@@ -134,11 +124,7 @@ class Connection:
         self.head: Optional[Tuple[int, str]] = None  # the audit chain's head this transaction moved it to
         self.moved_from: Optional[Tuple[int, str]] = None  # the head before the entries not sent yet
         self.head_slot: Optional[int] = None  # where the head's move goes among the statements waiting
-        self.durable = durable
-        self.wal: Optional[Tuple[int, int]] = None  # (its commit's WAL position, the server's flush), not durable
         self.execute("BEGIN")
-        if not durable:
-            self.execute("SET LOCAL synchronous_commit TO off")
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Answer:
         answer = Answer(self)
@@ -180,14 +166,8 @@ class Connection:
             answer.answered(cursor)
 
     def commit(self) -> None:
-        """A commit that does not wait for its flush reports where it is in the WAL (the statement after COMMIT
-        runs after the commit's record)."""
         self.execute("COMMIT")
-        where = None if self.durable else self.execute(WAL)
         self.flush()
-        if where is not None:
-            inserted, flushed = where.fetchone()
-            self.wal = (lsn(inserted), lsn(flushed))
 
     def abandon(self) -> None:
         """Nothing of it stays: what waits is dropped, what reached the server is rolled back."""

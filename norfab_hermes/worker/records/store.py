@@ -182,7 +182,7 @@ class Records:
         if run_id in self._cases:  # a run in flight: its case goes with the write (none read when it is made)
             payload["case"] = self._cases[run_id]
         if self.outbox is None:
-            return self._write(self._body(name, payload), durable)
+            return self._write(self._body(name, payload))
         if not (now or needs_record):
             self.outbox.put(name, writes.encoded(payload), durable)
             return None
@@ -199,15 +199,15 @@ class Records:
                 return None  # kept: moved once the record answers
 
     def _move(self, batch: List[Kept], mark: Callable[[Any], None]) -> List[Any]:
-        """Writes the outbox kept, into the record in one transaction with their mark; what each answered.
-        Its commit does not wait for the server's flush: the outbox keeps them until the server has flushed."""
+        """Writes the outbox kept, into the record in one transaction with their mark; what each answered. Its
+        commit waits for the server's flush (the outbox's thread waits, or the caller that needs the write)."""
         bodies = [self._body(kept.name, kept.payload) for kept in batch]
 
         def write(db: Any) -> List[Any]:
             mark(db)
             return [body(db) for body in bodies]
 
-        return self._write(write, durable=False)
+        return self._write(write)
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Any]:
@@ -232,18 +232,14 @@ class Records:
     def _body(self, name: str, p: Dict[str, Any]) -> Callable[[Any], Any]:
         return writes.body(name, p, self._append)
 
-    def _write(self, body: Callable[[Any], T], durable: bool = True) -> T:
+    def _write(self, body: Callable[[Any], T]) -> T:
         """``body`` in one write transaction; once more after the new head when another worker appended to
-        the fleet's audit chain meanwhile (the second time the head is read and locked: it cannot move).
-
-        ``durable=False`` (writes the outbox keeps until the server has flushed them): on PostgreSQL the
-        commit does not wait for its flush to disk. Never for the only copy of a write.
-        """
+        the fleet's audit chain meanwhile (the second time the head is read and locked: it cannot move)."""
         try:
-            with self.db.transaction(durable) as db:
+            with self.db.transaction() as db:
                 return body(db)
         except audit.ChainMoved:
-            with self.db.transaction(durable) as db:
+            with self.db.transaction() as db:
                 return body(db)
 
     def _append(
