@@ -25,19 +25,12 @@ class Database:
         path: the database file (created with its folder).
         schemas: the ``CREATE ... IF NOT EXISTS`` scripts of its tables.
         upgrades: run after them, on new and old files alike: what later versions added.
-        durable_sync: a ``durable`` transaction is synced to the disk before its commit returns (kept through
-            a crash of the host too, not only of the worker); the records file keeps WAL's NORMAL for all.
     """
 
     def __init__(
-        self,
-        path: Path,
-        schemas: Sequence[str],
-        upgrades: Sequence[Callable[[sqlite3.Connection], None]] = (),
-        durable_sync: bool = False,
+        self, path: Path, schemas: Sequence[str], upgrades: Sequence[Callable[[sqlite3.Connection], None]] = ()
     ) -> None:
         self.path = Path(path)
-        self.durable_sync = durable_sync
         self.shared = False  # this worker's own
         self.record_id: Optional[str] = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,24 +50,17 @@ class Database:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextlib.contextmanager
-    def transaction(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
-        """One write transaction: committed when the block ends, rolled back if it raises. Every commit is kept
-        through a crash of the worker (WAL mode); ``durable`` with ``durable_sync``: of its host too."""
-        synced = durable and self.durable_sync
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed when the block ends, rolled back if it raises (every commit is
+        kept through a crash of the worker: WAL mode)."""
         with self._lock:
-            if synced:
-                self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._db
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                self._db.execute("COMMIT")
-            finally:
-                if synced:
-                    self._db.execute("PRAGMA synchronous=NORMAL")
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:

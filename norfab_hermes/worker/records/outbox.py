@@ -4,8 +4,7 @@ The writes of a worker on their way into the fleet's record (PostgreSQL).
 A run's writes (accepted, running, each tool call, an approval asked and
 decided, its end, the audit entries) go first into a SQLite file under the
 worker's instance root (``records_outbox.db``, WAL: a worker killed loses
-none of it; a decision and a run's end are synced to the disk before the
-call goes on). That costs the run a fraction of a millisecond instead of a
+none of it), which costs the run a fraction of a millisecond instead of a
 round trip and a WAL flush of the server per write. A thread of the worker
 moves what waits into the record at once, oldest first, as many writes as
 wait in one transaction (one round trip, one step of the audit chain, one
@@ -18,8 +17,9 @@ write (``buffered_writes``): a worker killed after the record's commit and
 before the file's delete starts again after its last mark, so nothing is
 written twice. While the record does not answer the writes wait, in order,
 and the thread tries every ``RETRY`` seconds. A write that must be in the
-record before its caller goes on (a run that needs the record, a dedupe
-key, the day's usage) and a read of the record move what waits themselves.
+record before its caller goes on (an approval's decision, a run that needs
+the record, a dedupe key, the day's usage) and a read of the record move
+what waits themselves.
 """
 
 import json
@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     name TEXT NOT NULL,      -- the Records write: run_started, tool_call, run_ended, ...
     payload TEXT NOT NULL,   -- its arguments, as JSON
-    durable INTEGER NOT NULL,
+    durable INTEGER NOT NULL, -- 1: its caller waited until it was in the record
     queued REAL NOT NULL
 );
 -- a kept write the database refused (a fault of this worker's, never an outage): set aside, logged
@@ -97,7 +97,7 @@ class Outbox:
 
     def __init__(self, root: Path, worker: str, db: Record, move: Move, order: threading.RLock) -> None:
         self.worker, self.db, self.source = worker, db, db.source
-        self.file = Database(Path(root) / OUTBOX_FILE, [SCHEMA], durable_sync=True)
+        self.file = Database(Path(root) / OUTBOX_FILE, [SCHEMA])
         with self.file.reading() as sqlite:
             self.outbox_id = sqlite.execute("SELECT value FROM outbox_meta WHERE name = 'outbox_id'").fetchone()[0]
         self._move, self._order = move, order
@@ -129,12 +129,12 @@ class Outbox:
         """Why the record did not answer the last move, while it does not."""
         return self._away
 
-    def put(self, name: str, payload: Dict[str, Any], durable: bool) -> int:
-        """Keep one write (``durable``: synced to the disk before it returns); its number. The thread moves it."""
-        with self.file.transaction(durable) as sqlite:
+    def put(self, name: str, payload: Dict[str, Any], waited: bool = False) -> int:
+        """Keep one write (``waited``: its caller moves it at once); its number. The thread moves it."""
+        with self.file.transaction() as sqlite:
             seq = sqlite.execute(
                 "INSERT INTO outbox (name, payload, durable, queued) VALUES (?, ?, ?, ?)",
-                (name, json.dumps(payload, default=str), int(durable), time.time()),
+                (name, json.dumps(payload, default=str), int(waited), time.time()),
             ).lastrowid
         with self._counting:
             self._fresh[seq] = Kept(seq, name, payload)
@@ -161,6 +161,7 @@ class Outbox:
         if self._away and not trying:
             raise RecordsUnavailable(f"{self._away}; {self._count} records of this worker wait for it")
         answers: Dict[int, Any] = {}
+        moved = self._moved
         try:
             while self._count and (through is None or through > self._moved):
                 batch = self._batch(through)
@@ -175,6 +176,9 @@ class Outbox:
                 )
             self._away = str(error).split(". Fix:")[0]
             raise
+        finally:
+            if self._moved > moved:  # once for all the transactions of this catch-up
+                self._drop_moved()
         if self._away:
             log.info(f"{self.worker} - Records database {self.source} answers again: the kept records are in it")
             self._away = None
@@ -208,7 +212,6 @@ class Outbox:
                 answered.update(self._move_batch([kept]))
             return answered
         self._moved = last
-        self._drop_moved()
         with self._counting:
             for kept in batch:
                 self._fresh.pop(kept.seq, None)
@@ -216,7 +219,8 @@ class Outbox:
         return {kept.seq: answer for kept, answer in zip(batch, answers)}
 
     def _drop_moved(self) -> None:
-        """The writes the record holds leave the file (committed and flushed there)."""
+        """The writes the record holds leave the file (committed and flushed there; a kill before this delete
+        leaves them to the next start, which drops them by the record's last mark)."""
         with self.file.transaction() as sqlite:
             sqlite.execute("DELETE FROM outbox WHERE seq <= ?", (self._moved,))
 
@@ -255,7 +259,8 @@ class Outbox:
     def pending(self) -> List[str]:
         """The names of the writes not in the record yet, oldest first (for tests and get_status)."""
         with self.file.reading() as sqlite:
-            return [row[0] for row in sqlite.execute("SELECT name FROM outbox ORDER BY seq")]
+            rows = sqlite.execute("SELECT name FROM outbox WHERE seq > ? ORDER BY seq", (self._moved,))
+            return [name for (name,) in rows]
 
     def close(self) -> None:
         """Stop the thread, after one more move of what waits (what the record does not take stays in the file)."""

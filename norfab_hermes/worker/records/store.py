@@ -127,15 +127,15 @@ class Records:
         device, its device locks are there): refused (RecordsUnavailable) rather than kept in the outbox."""
         self._cases[row.run_id] = row.case_id
         # a dedupe key is in the record before the worker admits the next request of it (its lock is released)
-        self._record("run_started", {"row": row}, False, needs_record, now=bool(row.dedupe_key))
+        self._record("run_started", {"row": row}, needs_record, now=bool(row.dedupe_key))
 
     def run_running(self, run_id: str, session_id: Optional[str]) -> None:
-        self._record("run_running", {"run_id": run_id, "session_id": session_id}, durable=False)
+        self._record("run_running", {"run_id": run_id, "session_id": session_id})
 
     def tool_call(self, agent: str, run_id: str, calls: List[ToolCallSummary]) -> None:
         """The run made a tool call (the last of ``calls``)."""
         dumped = [call.model_dump(exclude_none=True) for call in calls]
-        self._record("tool_call", {"agent": agent, "run_id": run_id, "calls": dumped}, durable=False)
+        self._record("tool_call", {"agent": agent, "run_id": run_id, "calls": dumped})
 
     def run_ended(self, state: RunStateData, finished: float) -> None:
         self._record("run_ended", {"state": state, "finished": finished})
@@ -145,7 +145,9 @@ class Records:
     def approval(self, info: ApprovalInfo, kind: str, actor: Optional[str] = None) -> None:
         """An approval was requested, decided or expired (``kind``); the run waits or goes on."""
         payload = {"info": info, "kind": kind, "actor": actor}
-        self._record("approval", payload, durable=info.state != "pending")  # a decision is on disk before its call
+        # a change's decision (what was approved, on which devices) is in the record, on its server's disk,
+        # before the change is sent; any other step is on the worker's disk first, like a run's other writes
+        self._record("approval", payload, now=info.state != "pending" and bool(info.change_digest))
 
     def note(
         self,
@@ -163,13 +165,12 @@ class Records:
     def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
         """Add to the agent's day; the day's totals after it (while the record does not answer: this add's)."""
         added = {"agent": agent, "day": day, "tokens": tokens, "cost": cost}
-        return self._record("add_usage", added, durable=False, now=True) or (tokens, cost)
+        return self._record("add_usage", added, now=True) or (tokens, cost)
 
     def _record(
         self,
         name: str,
         payload: Dict[str, Any],
-        durable: bool = True,
         needs_record: Optional[str] = None,
         now: bool = False,
     ) -> Any:
@@ -184,13 +185,13 @@ class Records:
         if self.outbox is None:
             return self._write(self._body(name, payload))
         if not (now or needs_record):
-            self.outbox.put(name, writes.encoded(payload), durable)
+            self.outbox.put(name, writes.encoded(payload))
             return None
         with self._order:
             if needs_record and self.outbox.away:
                 waiting = f"{self.outbox.waiting} records of this worker wait for it"
                 raise self._refusal(needs_record, f"{self.outbox.away}; {waiting}")
-            seq = self.outbox.put(name, writes.encoded(payload), durable)
+            seq = self.outbox.put(name, writes.encoded(payload), waited=True)
             try:
                 return self.outbox.catch_up(through=seq).get(seq)
             except RecordsUnavailable as error:
