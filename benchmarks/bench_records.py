@@ -250,9 +250,9 @@ def postgresql() -> List[Dict[str, Any]]:
         records.close()
     load = os.getloadavg()[0]
     note = (
-        "the same run as the SQLite figure, back to back: 8 writes into the worker's outbox (the decision and the "
-        "end synced to its disk), moved into the record by the worker's thread meanwhile, as many as wait in one "
-        f"transaction; PostgreSQL 15 on 127.0.0.1, fsync on, load {load:.1f}"
+        "the same run as the SQLite figure, back to back: 8 writes into the worker's outbox (SQLite, WAL), moved "
+        "into the record by the worker's thread meanwhile, as many as wait in one transaction waiting for the "
+        f"server's flush; PostgreSQL 15 on 127.0.0.1, fsync on, load {load:.1f}"
     )
     return [
         row("records", "recording cost per run, PostgreSQL", 1000 * median(took), "ms", f"median of {PG_RUNS}; {note}"),

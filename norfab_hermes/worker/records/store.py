@@ -12,10 +12,11 @@ transaction. With the fleet's record each write is kept on the worker's disk
 first (``outbox``), moved into the record at once by a thread of the worker:
 a run pays for a local write, not for a round trip and a WAL flush of the
 server; a write that must be in the record before its caller goes on (a run
-that needs the record, a dedupe key, the day's usage) is moved by its caller,
-and a read of the record comes after this worker's writes. At start, runs and approvals a crash left open are closed as
-ended by the restart (nothing of them runs later); a run cut while a change
-job was in flight ends ``outcome_unknown``. Old records go by age and
+that needs the record, a dedupe key, the day's usage, a change's decision) is
+moved by its caller, and a read of the record comes after this worker's
+writes. At start, runs and approvals a crash left open are closed as ended
+by the restart (nothing of them runs later); a run cut while a change job
+was in flight ends ``outcome_unknown``. Old records go by age and
 count (the inventory's ``records`` settings), checked at most hourly.
 """
 
