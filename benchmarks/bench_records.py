@@ -4,7 +4,8 @@ costs a run, measured on the records themselves (a typical run: accepted, runnin
 one approval asked and decided, ended with its events and answer) and on real invokes through NorFab;
 how long get_runs and verify_audit take on a worker with 10,000 runs; and, on a PostgreSQL server
 started for the run (fsync on, 127.0.0.1), what recording the same run costs in the fleet's record
-and what taking and releasing a device lock across workers costs.
+(on the run's thread; per run until the record holds them all; how soon another worker sees a run
+start) and what taking and releasing a device lock across workers costs.
 """
 
 import os
@@ -14,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from common import WORKER, invoke, median, row, timed, worker
+import psycopg
+from common import WORKER, invoke, median, p95, row, timed, worker
 
 from norfab_hermes.models import (
     ApprovalInfo,
@@ -29,6 +31,7 @@ from norfab_hermes.models import (
 from norfab_hermes.testing.embedded import running_norfab
 from norfab_hermes.testing.postgres import postgres_server
 from norfab_hermes.worker.changes.locks import FleetDeviceLocks, Holder
+from norfab_hermes.worker.records import runs
 from norfab_hermes.worker.records.db import RECORDS_FILE
 from norfab_hermes.worker.records.runs import RunRow
 from norfab_hermes.worker.records.store import Records
@@ -36,6 +39,8 @@ from norfab_hermes.worker.records.store import Records
 RUNS = 10_000
 REAL_RUNS = 100
 PG_RUNS = 2_000
+CHANGE_RUNS = 500
+SEEN_RUNS = 200
 LOCKS = 1_000
 PG_ENV = "NORFAB_HERMES_BENCH_PG_DSN"
 ANSWER = "r1 Gi0/1 is down since 02:10 (line protocol down, 412 input errors); Gi0/2 and Gi0/3 are up. " * 8
@@ -48,8 +53,8 @@ def size(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.glob(RECORDS_FILE + "*"))
 
 
-def one_run(records: Records, n: int) -> None:
-    """What the worker records for one typical run."""
+def one_run(records: Records, n: int, change: bool = False) -> None:
+    """What the worker records for one typical run (``change``: its approval is of a change, with its digest)."""
     run_id, started = f"{n:012x}", time.time()
     records.run_started(
         RunRow(
@@ -89,6 +94,8 @@ def one_run(records: Records, n: int) -> None:
         state="pending",
         requested="2026-12-01T02:10:00.000+00:00",
         expires="2026-12-01T02:20:00.000+00:00",
+        change_digest="c4a1e2f0" if change else None,
+        devices=[f"r{n % 50}"] if change else [],
     )
     records.approval(asked, "requested")
     decided = asked.model_copy(
@@ -206,7 +213,31 @@ def postgresql() -> List[Dict[str, Any]]:
     with postgres_server(durable=True) as dsn:
         os.environ[PG_ENV] = dsn
         records = Records(Path(tempfile.mkdtemp()), WORKER, RecordsSettings(backend="postgresql", dsn_env=PG_ENV))
+        started = time.perf_counter()
         took = [timed(lambda: one_run(records, n)) for n in range(PG_RUNS)]
+        while records.outbox.waiting:  # until the record holds every write
+            time.sleep(0.001)
+        whole = (time.perf_counter() - started) / PG_RUNS
+        changes = [timed(lambda: one_run(records, n, change=True)) for n in range(PG_RUNS, PG_RUNS + CHANGE_RUNS)]
+        seen = []
+        with psycopg.connect(dsn, autocommit=True) as other:  # another worker's view of the record
+            for n in range(PG_RUNS + CHANGE_RUNS, PG_RUNS + CHANGE_RUNS + SEEN_RUNS):
+                run_id, begun = f"{n:012x}", time.perf_counter()
+                records.run_started(RunRow(run_id, "interfaces", WORKER, time.time(), "Check r1", client="noc-desk"))
+                while not other.execute("SELECT 1 FROM runs WHERE run_id = %s", [run_id]).fetchone():
+                    pass
+                seen.append(time.perf_counter() - begun)
+                records.run_ended(
+                    RunStateData(
+                        run_id=run_id,
+                        agent="interfaces",
+                        worker=WORKER,
+                        state="finished",
+                        started=runs.iso(time.time()),
+                    ),
+                    time.time(),
+                )
+                time.sleep(0.005)  # runs apart, as a worker's runs are
         locks = FleetDeviceLocks(records.db, WORKER)
         holder = Holder("r1", "interfaces", "bounce")
         cycle = []
@@ -219,12 +250,36 @@ def postgresql() -> List[Dict[str, Any]]:
         records.close()
     load = os.getloadavg()[0]
     note = (
-        "the same run as the SQLite figure: 8 writes, one round trip each, its end and the decision waiting for "
-        f"the WAL flush (synchronous_commit on); PostgreSQL 15 on 127.0.0.1, fsync on, load {load:.1f}"
+        "the same run as the SQLite figure, back to back: 8 writes into the worker's outbox (SQLite, WAL), moved "
+        "into the record by the worker's thread meanwhile, as many as wait in one transaction waiting for the "
+        f"server's flush; PostgreSQL 15 on 127.0.0.1, fsync on, load {load:.1f}"
     )
     return [
         row("records", "recording cost per run, PostgreSQL", 1000 * median(took), "ms", f"median of {PG_RUNS}; {note}"),
         row("records", "recording cost per run, PostgreSQL, p95", 1000 * sorted(took)[int(0.95 * len(took))], "ms", ""),
+        row(
+            "records",
+            "recording cost per run until the record holds it, PostgreSQL",
+            1000 * whole,
+            "ms",
+            f"wall time of the {PG_RUNS} runs and of moving the last of their writes, per run",
+        ),
+        row(
+            "records",
+            "recording cost per change run, PostgreSQL",
+            1000 * median(changes),
+            "ms",
+            f"median of {CHANGE_RUNS} of the same run whose approval is of a change: its decision is in the record "
+            f"before the call goes on (one transaction waiting for the flush); p95 {1000 * p95(changes):.2f} ms",
+        ),
+        row(
+            "records",
+            "run start seen by another worker after, PostgreSQL",
+            1000 * median(seen),
+            "ms",
+            f"median of {SEEN_RUNS} runs 5 ms apart: from run_started until another connection reads the run; "
+            f"p95 {1000 * p95(seen):.2f} ms",
+        ),
         row(
             "records",
             "device lock acquire + release, PostgreSQL",

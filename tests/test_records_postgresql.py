@@ -90,7 +90,7 @@ def test_postgresql_needs_a_dsn_variable():
 def test_two_workers_share_runs_and_one_audit_chain(dsn, tmp_path):
     """Two workers write at once into one record: every run is there, the one chain verifies, and a
     restart of one settles only its own open runs."""
-    one, two = Records(tmp_path, "w1", SETTINGS), Records(tmp_path, "w2", SETTINGS)
+    one, two = Records(tmp_path / "w1", "w1", SETTINGS), Records(tmp_path / "w2", "w2", SETTINGS)  # roots of their own
 
     def of(store, run_id):
         return dataclasses.replace(row(run_id), worker=store.worker)

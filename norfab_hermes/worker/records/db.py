@@ -50,9 +50,9 @@ class Database:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     @contextlib.contextmanager
-    def transaction(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
-        """One write transaction: committed when the block ends, rolled back if it raises (``durable``:
-        the PostgreSQL backend's; here every commit is kept through a crash of the worker, WAL mode)."""
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed when the block ends, rolled back if it raises (every commit is
+        kept through a crash of the worker: WAL mode)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:

@@ -10,22 +10,27 @@ starting together apply each once; a worker refuses a database whose schema
 is newer than it knows. A connection the server dropped is opened again on
 the next use; what failed meanwhile failed loudly.
 
+A write appends its audit entries after the chain's head as this worker
+last left it and moves the head once for all of them, before the first
+(``hermes_move_head`` locks the head's row, the chain's lock, and fails the
+write when another worker appended meanwhile).
+
 Advisory locks: ``hold`` takes session locks on a connection of their own,
 held until released or until that connection ends, so a killed worker's
 locks end with it.
 """
 
 import contextlib
-import functools
 import hashlib
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ...errors import InventoryError, RecordsUnavailable
 from . import audit
 from .audit import ChainMoved
+from .pg_batch import Connection, Reader, row_factory, translate
 from .schema import migrations
 
 log = logging.getLogger(__name__)
@@ -45,161 +50,6 @@ SCHEMA_VERSION = migrations()[-1][0]
 def key_of(name: str) -> int:
     """A stable signed 32-bit key for an advisory lock on ``name`` (Python's hash differs per process)."""
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big", signed=True)
-
-
-@functools.lru_cache(maxsize=512)
-def translate(sql: str) -> str:
-    """A statement of the SQLite backend in psycopg's placeholders."""
-    return sql.replace("%", "%%").replace("?", "%s")
-
-
-class Row(tuple):
-    """A row read by position or by column name, like ``sqlite3.Row``."""
-
-    names: Dict[str, int] = {}
-
-    def __getitem__(self, key: Any) -> Any:
-        return super().__getitem__(self.names[key] if isinstance(key, str) else key)
-
-
-@functools.lru_cache(maxsize=256)
-def row_class(names: Tuple[str, ...]) -> type:
-    """The row class of one set of columns (made once: a class per statement cost ~50 us)."""
-    return type("Row", (Row,), {"names": {name: index for index, name in enumerate(names)}})
-
-
-def row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
-    return row_class(tuple(column.name for column in cursor.description or []))
-
-
-class Reader:
-    """One psycopg connection answering SQLite-style statements at once (reads, migrations, locks)."""
-
-    def __init__(self, raw: Any) -> None:
-        self.raw = raw
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.raw.execute(translate(sql), list(params))
-
-
-class Answer:
-    """What one statement of a write answered, once its batch reached the server (asking sends it)."""
-
-    def __init__(self, batch: "Connection") -> None:
-        self.batch, self.rows, self.count, self.next = batch, None, -1, 0
-
-    def answered(self, cursor: Any) -> None:
-        self.rows, self.count = (cursor.fetchall() if cursor.description else []), cursor.rowcount
-
-    def _rows(self) -> List[Any]:
-        if self.rows is None:
-            self.batch.flush()
-        return self.rows
-
-    @property
-    def rowcount(self) -> int:
-        self._rows()
-        return self.count
-
-    def fetchone(self) -> Any:
-        rows = self._rows()
-        self.next += 1
-        return rows[self.next - 1] if self.next <= len(rows) else None
-
-    def fetchall(self) -> List[Any]:
-        rows, self.next = self._rows()[self.next :], len(self._rows())
-        return rows
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.fetchall())
-
-
-FLOATS = {"inf": "'Infinity'::float8", "-inf": "'-Infinity'::float8", "nan": "'NaN'::float8"}
-
-
-def literal(value: Any) -> Optional[str]:
-    """``value`` as an SQL literal where strings are standard-conforming, or None for a value psycopg binds."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(int(value))
-    if isinstance(value, float):
-        return FLOATS.get(repr(float(value)), repr(float(value)))
-    if isinstance(value, str):
-        return None if "\x00" in value else "'" + value.replace("'", "''") + "'"
-    if isinstance(value, bytes):
-        return f"'\\x{value.hex()}'::bytea"
-    return None
-
-
-class Connection:
-    """
-    One write transaction on a psycopg connection, answering SQLite-style statements.
-
-    Its statements wait, bound on the client, and go to the server together as
-    one simple query (BEGIN ... COMMIT): one round trip per write, unless the
-    write reads something on the way (a fetch, a row count sends what waits).
-
-    Args:
-        raw: an autocommit connection (the transaction is this batch's own).
-        durable: the commit waits for its WAL flush (synchronous_commit); else it
-            commits at once and is flushed within ~0.6 s or by the next durable commit
-            (PostgreSQL's WAL is one sequence: a flush keeps every commit before it).
-    """
-
-    def __init__(self, raw: Any, durable: bool) -> None:
-        self.raw = raw
-        self.mogrify = driver().ClientCursor(raw).mogrify
-        # only a quote is special in a string literal then (PostgreSQL's default since 9.1)
-        self.plain = raw.info.parameter_status("standard_conforming_strings") == "on"
-        self.waiting: List[Tuple[str, Answer]] = []
-        self.begun = False  # something of the transaction reached the server
-        self.head: Optional[Tuple[int, str]] = None  # the audit chain's head this transaction moved it to
-        self.execute("BEGIN")
-        if not durable:
-            self.execute("SET LOCAL synchronous_commit TO off")
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Answer:
-        answer = Answer(self)
-        self.waiting.append((self.bind(sql, params), answer))
-        return answer
-
-    def bind(self, sql: str, params: Sequence[Any]) -> str:
-        """The statement with its values written in (psycopg's binding, ~60 us a statement, for what is not
-        a plain value)."""
-        parts = sql.split("?")
-        values = [literal(value) for value in params] if self.plain and len(parts) == len(params) + 1 else [None]
-        if None in values:
-            return self.mogrify(translate(sql), list(params))
-        return "".join(part + value for part, value in zip(parts, values)) + parts[-1]
-
-    def flush(self) -> None:
-        """Send what waits, as one query; each statement's answer to its ``Answer``."""
-        waiting, self.waiting = self.waiting, []
-        if not waiting:
-            return
-        self.begun = True
-        cursor = self.raw.cursor()
-        cursor.execute(";\n".join(sql for sql, _ in waiting).encode())
-        for index, (_, answer) in enumerate(waiting):
-            if index:
-                cursor.nextset()
-            answer.answered(cursor)
-
-    def commit(self) -> None:
-        self.execute("COMMIT")
-        self.flush()
-
-    def abandon(self) -> None:
-        """Nothing of it stays: what waits is dropped, what reached the server is rolled back."""
-        self.waiting = []
-        if self.begun and not (self.raw.closed or self.raw.broken):
-            try:
-                self.raw.execute("ROLLBACK")
-            except driver().Error:  # the connection broke meanwhile: the server rolled it back
-                pass
 
 
 def driver() -> Any:
@@ -302,7 +152,7 @@ class PgDatabase:
         return self._raw
 
     @contextlib.contextmanager
-    def transaction(self, durable: bool = True) -> Iterator[Connection]:
+    def transaction(self) -> Iterator[Connection]:
         """One write transaction: committed when the block ends, rolled back if it raises.
 
         ``ChainMoved`` when another worker appended to the audit chain since this
@@ -310,7 +160,7 @@ class PgDatabase:
         """
         psycopg = driver()
         with self._lock, self._failing():
-            db = Connection(self._connection(), durable)
+            db = Connection(self._connection())
             try:
                 yield db
                 db.commit()
@@ -335,10 +185,16 @@ class PgDatabase:
         return (row[0], row[1]) if row else (0, audit.GENESIS)
 
     def move_head(self, db: Connection, before: Tuple[int, str], after: Tuple[int, str]) -> None:
-        """The chain's head row moves from ``before`` to ``after``; the commit fails (ChainMoved) if it was
-        not at ``before`` any more."""
-        db.execute("SELECT hermes_move_head(?, ?, ?, ?)", [*before, *after])
-        db.head = after
+        """The chain's head row moves from ``before`` to ``after`` (once for all the entries of the transaction);
+        the commit fails (ChainMoved) if it was not at ``before`` any more."""
+        db.move_head(before, after)
+
+    def marked(self, outbox: str) -> int:
+        """The number of the last write of ``outbox`` the record holds (its last mark; 0: none)."""
+        with self.reading() as db:
+            return db.execute(
+                "SELECT coalesce(max(seq), 0) FROM buffered_writes WHERE outbox = ?", [outbox]
+            ).fetchone()[0]
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Connection]:

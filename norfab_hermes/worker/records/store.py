@@ -8,21 +8,26 @@ inventory's ``records.backend``): ``<instance root>/norfab_records.db``
 meet.
 
 Every change of a run or an approval is written with its audit entry in one
-transaction. At start, runs and approvals a crash left open are closed as
-ended by the restart (nothing of them runs later); a run cut while a change
-job was in flight ends ``outcome_unknown``. Old records go by age and
+transaction. With the fleet's record each write is kept on the worker's disk
+first (``outbox``), moved into the record at once by a thread of the worker:
+a run pays for a local write, not for a round trip and a WAL flush of the
+server; a write that must be in the record before its caller goes on (a run
+that needs the record, a dedupe key, the day's usage, a change's decision) is
+moved by its caller, and a read of the record comes after this worker's
+writes. At start, runs and approvals a crash left open are closed as ended
+by the restart (nothing of them runs later); a run cut while a change job
+was in flight ends ``outcome_unknown``. Old records go by age and
 count (the inventory's ``records`` settings), checked at most hourly.
 """
 
+import contextlib
 import logging
 import os
 import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
-
-from pydantic import BaseModel
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from ...errors import InventoryError, RecordsUnavailable
 from ...identity.gate import SIGNED
@@ -40,9 +45,9 @@ from ...models import (
     StopReason,
     ToolCallSummary,
 )
-from . import approvals, audit, nonces, occurrences, runs, usage
+from . import approvals, audit, nonces, occurrences, runs, usage, writes
 from .db import RECORDS_FILE, Database
-from .outbox import Outbox
+from .outbox import Kept, Outbox
 from .runs import RunRow, iso
 from .schema import SqliteSchema
 
@@ -51,7 +56,6 @@ T = TypeVar("T")
 
 PRUNE_INTERVAL = 3600.0  # seconds between retention checks while the worker runs
 NONCE_PRUNE_INTERVAL = 60.0  # seconds between deletions of expired proofs' nonces
-AUDIT_TEXT_CHARS = 1000  # of the instructions an audit entry keeps (the run record has them whole)
 CUT_NOTE = "the worker stopped (crash or kill) before the run finished; it was not resumed"
 APPROVAL_CUT_NOTE = "ended by the worker restart: its run is gone and the call was never made"
 MID_CHANGE_NOTE = (
@@ -85,18 +89,6 @@ def open_database(root: Path, worker: str, settings: RecordsSettings) -> Any:
     return PgDatabase(dsn, f"${settings.dsn_env}")
 
 
-def encoded(payload: Dict[str, Any]) -> Dict[str, Any]:
-    """A write's arguments as JSON values (what the outbox keeps): models dumped, a run's row by field."""
-    return {
-        key: runs.encode_row(value)
-        if isinstance(value, RunRow)
-        else value.model_dump(mode="json")
-        if isinstance(value, BaseModel)
-        else value
-        for key, value in payload.items()
-    }
-
-
 class Records:
     """
     One worker's durable records.
@@ -116,9 +108,7 @@ class Records:
         self._nonces_pruned = 0.0
         self._prune_lock = threading.Lock()
         self._order = threading.RLock()  # the worker's writes, in the order they reach the record or the outbox
-        self.outbox = (
-            Outbox(root, worker, self.db.source, self._replay, self.db.reachable, self._order) if self.shared else None
-        )
+        self.outbox = Outbox(root, worker, self.db, self._move, self._order) if self.shared else None
 
     @property
     def path(self) -> Any:
@@ -130,22 +120,23 @@ class Records:
         return self.db.shared
 
     # ---------------------------------------------------------------- runs
-    # Each write is named and its arguments are JSON (``_record``): kept in the outbox while the fleet's
-    # record does not answer, and written from there the same way (``_body``) once it does.
+    # Each write is named and its arguments are JSON (``_record``, ``writes``): with the fleet's record kept in
+    # the outbox first, and written from there the same way (``_move``).
 
     def run_started(self, row: RunRow, needs_record: Optional[str] = None) -> None:
         """A run was accepted. ``needs_record``: why it cannot go on without the record (it may change a
         device, its device locks are there): refused (RecordsUnavailable) rather than kept in the outbox."""
         self._cases[row.run_id] = row.case_id
-        self._record("run_started", {"row": row}, durable=False, needs_record=needs_record)
+        # a dedupe key is in the record before the worker admits the next request of it (its lock is released)
+        self._record("run_started", {"row": row}, needs_record, now=bool(row.dedupe_key))
 
     def run_running(self, run_id: str, session_id: Optional[str]) -> None:
-        self._record("run_running", {"run_id": run_id, "session_id": session_id}, durable=False)
+        self._record("run_running", {"run_id": run_id, "session_id": session_id})
 
     def tool_call(self, agent: str, run_id: str, calls: List[ToolCallSummary]) -> None:
         """The run made a tool call (the last of ``calls``)."""
         dumped = [call.model_dump(exclude_none=True) for call in calls]
-        self._record("tool_call", {"agent": agent, "run_id": run_id, "calls": dumped}, durable=False)
+        self._record("tool_call", {"agent": agent, "run_id": run_id, "calls": dumped})
 
     def run_ended(self, state: RunStateData, finished: float) -> None:
         self._record("run_ended", {"state": state, "finished": finished})
@@ -155,7 +146,9 @@ class Records:
     def approval(self, info: ApprovalInfo, kind: str, actor: Optional[str] = None) -> None:
         """An approval was requested, decided or expired (``kind``); the run waits or goes on."""
         payload = {"info": info, "kind": kind, "actor": actor}
-        self._record("approval", payload, durable=info.state != "pending")  # a decision is on disk before its call
+        # a change's decision (what was approved, on which devices) is in the record, on its server's disk,
+        # before the change is sent; any other step is on the worker's disk first, like a run's other writes
+        self._record("approval", payload, now=info.state != "pending" and bool(info.change_digest))
 
     def note(
         self,
@@ -173,43 +166,60 @@ class Records:
     def add_usage(self, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
         """Add to the agent's day; the day's totals after it (while the record does not answer: this add's)."""
         added = {"agent": agent, "day": day, "tokens": tokens, "cost": cost}
-        return self._record("add_usage", added, durable=False) or (tokens, cost)
+        return self._record("add_usage", added, now=True) or (tokens, cost)
 
     def _record(
-        self, name: str, payload: Dict[str, Any], durable: bool = True, needs_record: Optional[str] = None
+        self,
+        name: str,
+        payload: Dict[str, Any],
+        needs_record: Optional[str] = None,
+        now: bool = False,
     ) -> Any:
-        """Write ``name``: now, or into the outbox (in order, after what waits there) when the shared record
-        does not answer; a write that ``needs_record`` is refused instead. What the write answered, or None."""
+        """Write ``name``. With the fleet's record: kept in the outbox and moved by its thread, or, ``now`` or
+        for a run that ``needs_record``, moved at once with what waits before it (while the record does not
+        answer, kept; a write that needs it refused). What the write answered, or None."""
         signed = SIGNED.get()  # the operator's proof, for verify_audit to check again
         payload = {**payload, "at": audit.now_iso(), "signed": signed.audit() if signed is not None else None}
+        run_id = writes.run_of(name, payload)
+        if run_id in self._cases:  # a run in flight: its case goes with the write (none read when it is made)
+            payload["case"] = self._cases[run_id]
+        if self.outbox is None:
+            return self._write(self._body(name, payload))
+        if not (now or needs_record):
+            self.outbox.put(name, writes.encoded(payload))
+            return None
         with self._order:
-            if self.outbox is not None and self.outbox.waiting:
-                if needs_record:
-                    waiting = f"{self.outbox.waiting} records of this worker wait for it"
-                    raise self._refusal(
-                        needs_record, f"the records database (${self.settings.dsn_env}) is away: {waiting}"
-                    )
-                self.outbox.put(name, encoded(payload), durable)
-                return None
+            if needs_record and self.outbox.away:
+                waiting = f"{self.outbox.waiting} records of this worker wait for it"
+                raise self._refusal(needs_record, f"{self.outbox.away}; {waiting}")
+            seq = self.outbox.put(name, writes.encoded(payload), waited=True)
             try:
-                return self._write(self._body(name, payload), durable)
+                return self.outbox.catch_up(through=seq).get(seq)
             except RecordsUnavailable as error:
-                if self.outbox is None:
-                    raise
-                if needs_record:
+                if needs_record and self.outbox.take_back(seq):
                     raise self._refusal(needs_record, str(error)) from error
-                self.outbox.put(name, encoded(payload), durable, error)
-                return None
+                return None  # kept: moved once the record answers
 
-    def _replay(self, name: str, payload: Dict[str, Any], durable: bool, mark: Callable[[Any], None]) -> None:
-        """One write the outbox kept, into the record, with its mark (made once only)."""
-        body = self._body(name, payload)
+    def _move(self, batch: List[Kept], mark: Callable[[Any], None]) -> List[Any]:
+        """Writes the outbox kept, into the record in one transaction with their mark; what each answered. Its
+        commit waits for the server's flush (the outbox's thread waits, or the caller that needs the write)."""
+        bodies = [self._body(kept.name, kept.payload) for kept in batch]
 
-        def write(db: Any) -> Any:
+        def write(db: Any) -> List[Any]:
             mark(db)
-            return body(db)
+            return [body(db) for body in bodies]
 
-        self._write(write, durable)
+        return self._write(write)
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Any]:
+        """Reads of the record after this worker's writes (what waits in the outbox is moved first; while the
+        record did not answer, a read tries it)."""
+        if self.outbox is not None and self.outbox.waiting:
+            with self._order:
+                self.outbox.catch_up(trying=True)
+        with self.db.reading() as db:
+            yield db
 
     def _refusal(self, needs: str, cause: str) -> RecordsUnavailable:
         """A run that needs the record refused: the database's error, why the run needs it, the fix."""
@@ -222,87 +232,16 @@ class Records:
         )
 
     def _body(self, name: str, p: Dict[str, Any]) -> Callable[[Any], Any]:
-        """The transaction of write ``name`` of payload ``p``."""
-        at, signed = p["at"], p["signed"]
+        return writes.body(name, p, self._append)
 
-        def entry(db: Any, kind: str, agent: Any, run_id: Any, actor: Any, data: Dict[str, Any]) -> None:
-            self._append(db, kind, agent, run_id, actor, data, at, signed)
-
-        if name == "run_started":
-            row = p["row"] if isinstance(p["row"], RunRow) else runs.decode_row(p["row"])
-            details = {
-                "instructions": row.instructions[:AUDIT_TEXT_CHARS],
-                "session_id": row.session_id,
-                "schedule_id": row.schedule_id,
-                "job_uuid": row.job_uuid,
-                "parent_run_id": row.parent_run_id,
-                "dedupe_key": row.dedupe_key,
-                "provenance": row.provenance.model_dump() if row.provenance else None,
-            }
-            return lambda db: (
-                runs.insert(db, row),
-                entry(db, "run.started", row.agent, row.run_id, row.client, details),
-            )
-        if name == "run_running":
-            return lambda db: runs.set_state(db, p["run_id"], "running", p["session_id"])
-        if name == "tool_call":
-            calls = p["calls"]
-            return lambda db: (
-                runs.set_tool_calls(db, p["run_id"], calls),
-                entry(db, "tool.call", p["agent"], p["run_id"], None, calls[-1]),
-            )
-        if name == "run_ended":
-            state, finished = RunStateData.model_validate(p["state"]), p["finished"]  # a model stays one
-            result = state.result
-            details = {
-                "stop_reason": state.stop_reason,
-                "session_id": state.session_id,
-                "tool_calls": len(result.tool_calls) if result else 0,
-                "total_tokens": result.usage.total_tokens if result else 0,
-                "cost_usd": result.usage.cost_usd if result else None,
-            }
-            return lambda db: (
-                runs.finish(db, state, finished),
-                entry(db, "run.ended", state.agent, state.run_id, state.client, details),
-            )
-        if name == "approval":
-            info, kind = ApprovalInfo.model_validate(p["info"]), p["kind"]
-            details = {
-                "approval_id": info.approval_id,
-                "tool": info.tool,
-                "target": info.target,
-                "arguments_digest": info.arguments_digest,
-                "state": info.state,
-                "decided_by": info.decided_by,
-                "note": info.note,
-            }
-            if info.change_digest:  # a change: what was approved, on which devices
-                details.update(change_digest=info.change_digest, devices=info.devices)
-            waiting = "waiting_for_approval" if info.state == "pending" else "running"
-            return lambda db: (
-                approvals.save(db, info),
-                runs.set_state(db, info.run_id, waiting),
-                entry(db, f"approval.{kind}", info.agent, info.run_id, p["actor"], details),
-            )
-        if name == "note":
-            return lambda db: entry(db, p["kind"], p["agent"], p["run_id"], p["actor"], p["data"])
-        if name == "add_usage":
-            return lambda db: usage.add(db, p["agent"], p["day"], p["tokens"], p["cost"])
-        raise ValueError(f"unknown records write '{name}'")
-
-    def _write(self, body: Callable[[Any], T], durable: bool = True) -> T:
+    def _write(self, body: Callable[[Any], T]) -> T:
         """``body`` in one write transaction; once more after the new head when another worker appended to
-        the fleet's audit chain meanwhile (the second time the head is read and locked: it cannot move).
-
-        ``durable=False`` (a run's progress: accepted, running, a tool call, an approval asked, usage): on
-        PostgreSQL the commit does not wait for its flush to disk; the run's next durable write (its end, a
-        decision) flushes it with everything before it. A worker killed loses nothing either way.
-        """
+        the fleet's audit chain meanwhile (the second time the head is read and locked: it cannot move)."""
         try:
-            with self.db.transaction(durable) as db:
+            with self.db.transaction() as db:
                 return body(db)
         except audit.ChainMoved:
-            with self.db.transaction(durable) as db:
+            with self.db.transaction() as db:
                 return body(db)
 
     def _append(
@@ -315,10 +254,13 @@ class Records:
         data: Optional[Dict[str, Any]] = None,
         at: Optional[str] = None,
         signed: Optional[Dict[str, Any]] = None,
+        case: Any = writes.LOOKUP,
     ) -> None:
         """An audit entry in the caller's transaction, made ``at`` (default: now); an entry of a run of a
-        case names the case; ``signed``: the operator's proof (default: the request's)."""
-        case_id = self._cases[run_id] if run_id in self._cases else run_id and runs.case_of(db, run_id)
+        case names the case (``case``, else read); ``signed``: the operator's proof (default: the request's)."""
+        if case is writes.LOOKUP:
+            case = self._cases[run_id] if run_id in self._cases else run_id and runs.case_of(db, run_id)
+        case_id = case
         if case_id:
             data = {**(data or {}), "case_id": case_id}
         if signed is None and (proof := SIGNED.get()) is not None:
@@ -333,7 +275,7 @@ class Records:
     # --------------------------------------------------------------- usage
 
     def spent(self, agent: str, day: str) -> Tuple[int, float]:
-        with self.db.reading() as db:
+        with self._reading() as db:
             return usage.spent(db, agent, day)
 
     def claim(self, group: str, agent: str, name: str, due: str) -> str:
@@ -352,7 +294,7 @@ class Records:
 
     def run_state(self, run_id: str, offset: int = 0) -> Optional[RunStateData]:
         """A run as get_run shows it, from its record."""
-        with self.db.reading() as db:
+        with self._reading() as db:
             row = runs.get(db, run_id)
             if row is None:
                 return None
@@ -383,27 +325,27 @@ class Records:
 
     def runs(self, query: Optional[GetRunsInput] = None) -> RunsPage:
         """A page of the run records matching ``query`` (the newest 50 without one)."""
-        with self.db.reading() as db:
+        with self._reading() as db:
             page = runs.find(db, query or GetRunsInput())
         return page.model_copy(update={"record": self.db.record_id})
 
     def approval_info(self, approval_id: str) -> Optional[ApprovalInfo]:
-        with self.db.reading() as db:
+        with self._reading() as db:
             return approvals.get(db, approval_id)
 
     def deduplicate(self, agent: str, key: str, since: float) -> Optional[str]:
         """The run of ``agent`` started with dedupe ``key`` since ``since``, if one was."""
-        with self.db.reading() as db:
+        with self._reading() as db:
             return runs.by_dedupe_key(db, agent, key, since)
 
     def audit_page(self, after: int, limit: int, **filters: Any) -> AuditPage:
-        with self.db.reading() as db:
+        with self._reading() as db:
             page = audit.page(db, after, limit, **filters)
         return page.model_copy(update={"record": self.db.record_id})
 
     def verify(self, keys: Optional[Dict[str, str]] = None) -> AuditVerifyData:
         """The audit chain checked; operators' signatures against ``keys`` (fingerprint to operator) when given."""
-        with self.db.reading() as db:
+        with self._reading() as db:
             verified = audit.verify(db, self.worker, keys)
         return verified.model_copy(update={"record": self.db.record_id})
 
@@ -444,7 +386,10 @@ class Records:
                 cut_runs.append(row["run_id"])
             return cut_runs, cut_approvals
 
-        return self._write(write)
+        with self._order:
+            if self.outbox is not None:  # what the last life kept, first
+                self.outbox.catch_up()
+            return self._write(write)
 
     def _cut(self, row: Any, asked: List[ApprovalInfo], now: float, changes: List[OutcomeUnknown]) -> RunStateData:
         """The state of a run the worker's crash cut: what its record knew, and why it ended."""
@@ -481,7 +426,7 @@ class Records:
         )
 
     def prune_now_and_then(self) -> None:
-        if time.time() - self._pruned > PRUNE_INTERVAL and not (self.outbox and self.outbox.waiting):
+        if time.time() - self._pruned > PRUNE_INTERVAL:
             try:
                 self.prune()
             except RecordsUnavailable as error:  # tried again within the hour
@@ -498,8 +443,12 @@ class Records:
                 gone_approvals = approvals.prune(db)
                 usage.prune(db, cutoff.strftime("%Y-%m-%d"))
                 occurrences.prune(db, cutoff.timestamp())
-                if self.outbox is not None:  # the marks of kept writes moved long ago
-                    db.execute("DELETE FROM buffered_writes WHERE applied < ?", [cutoff.timestamp()])
+                if self.outbox is not None:  # the marks of writes moved long ago; each outbox's last one stays
+                    db.execute(
+                        "DELETE FROM buffered_writes WHERE applied < ? AND seq < "
+                        "(SELECT max(seq) FROM buffered_writes newest WHERE newest.outbox = buffered_writes.outbox)",
+                        [cutoff.timestamp()],
+                    )
                 gone_entries = audit.prune(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
                 if gone or gone_entries:
                     self._append(
@@ -514,7 +463,10 @@ class Records:
                     )
                 return gone, gone_entries
 
-            gone, gone_entries = self._write(write)
+            with self._order:
+                if self.outbox is not None:  # never while the outbox keeps writes the record lacks
+                    self.outbox.catch_up()
+                gone, gone_entries = self._write(write)
             if gone or gone_entries:
                 self.db.compact()
                 log.info(f"{self.worker} - Pruned {gone} run records and {gone_entries} audit entries past retention")
