@@ -37,7 +37,7 @@ NorFab's task registry is process-global, so the worker module and Hermes
 must stay out of the client process.
 """
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, ClassVar, Dict, List, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 from rich.console import RenderableType
@@ -50,6 +50,7 @@ from .nfcli.live import error_text
 # by name: inside HermesShell's body the field 'schedules' hides the module
 from .nfcli.notify import USAGE as NOTIFY_USAGE
 from .nfcli.notify import HermesNotifyCommand
+from .nfcli.picle_compat import Maybe
 from .nfcli.schedules import HermesHistoryCommand, HermesPauseCommand, HermesResumeCommand, HermesSchedulesCommand
 
 picle_compat.install()  # the plugin seam hands no App: PICLE's class learns quoted '?' and subshell history
@@ -80,14 +81,16 @@ USAGE = (
     + NOTIFY_USAGE
 )
 
+Source = Callable[[Optional[str]], List[str]]  # a PICLE completion source: the values starting with CHOICE
+
 
 class HermesShell(BaseModel):
     """The ``hermes`` commands: agents and their lifecycle, sessions, runs, approvals, changes and scheduled checks."""
 
     model_config = ConfigDict(populate_by_name=True)
 
-    agents: overview.HermesAgentsCommand = Field(None, description="List agents of hermes workers")
-    status: overview.HermesStatusCommand = Field(
+    agents: Maybe[overview.HermesAgentsCommand] = Field(None, description="List agents of hermes workers")
+    status: Maybe[overview.HermesStatusCommand] = Field(
         None, description="Show hermes workers: readiness, agents, active runs, schedulers"
     )
     invoke: Any = Field(None, description='AGENT "INSTRUCTIONS" - run one agent turn')
@@ -104,7 +107,7 @@ class HermesShell(BaseModel):
         None, description="(invoke) start the run and return at once with its ids", json_schema_extra={"presence": True}
     )
     # plain str, aliased: the shell's run method keeps its name and run ids stay as typed
-    run_id: str = Field(
+    run_id: Maybe[str] = Field(
         None,
         alias="run",
         description="AGENT RUN_ID - a run's state, events and reply",
@@ -113,15 +116,17 @@ class HermesShell(BaseModel):
     follow: Optional[StrictBool] = Field(
         None, description="(run) show the run's events as they come until it ends", json_schema_extra={"presence": True}
     )
-    approvals: runs.HermesApprovalsCommand = Field(None, description="Tool calls waiting for an operator's approval")
+    approvals: Maybe[runs.HermesApprovalsCommand] = Field(
+        None, description="Tool calls waiting for an operator's approval"
+    )
     approve: Dict[StrictStr, runs.HermesApproveCommand] = runs.approval_verb("Approve a tool call waiting in the inbox")
     deny: Dict[StrictStr, runs.HermesDenyCommand] = runs.approval_verb("Deny a tool call waiting in the inbox")
     # not 'changes': an agent named 'change' would then have to be quoted
-    safety: change_views.HermesSafetyCommand = Field(
+    safety: Maybe[change_views.HermesSafetyCommand] = Field(
         None, description="The change envelope: devices being changed, breakers, changes of unknown outcome"
     )
     acknowledge: Dict[StrictStr, change_views.HermesAcknowledgeCommand] = change_views.outcome_verb()
-    reset_breaker: Dict[StrictStr, change_views.HermesResetBreakerCommand] = Field(
+    reset_breaker: Maybe[Dict[StrictStr, change_views.HermesResetBreakerCommand]] = Field(
         None,
         alias="reset-breaker",
         description="Let an agent change devices again after failed verifications stopped it",
@@ -153,19 +158,25 @@ class HermesShell(BaseModel):
     only: Optional[StrictStr] = Field(None, description='(handover) only these agents\' work, e.g. "noc,service"')
     since: Optional[StrictStr] = Field(None, description="(handover) from when: 12h, or an ISO time")
     output: Optional[StrictStr] = Field(None, description="(report) folder, (handover) file to write")
-    schedule: str = Field(None, description="AGENT create|update|run|remove ... - change or run a scheduled check")
-    name: str = Field(None, description="(schedule create, update) schedule name")
-    prompt: str = Field(None, description="(schedule update) what the agent is asked at every run")
-    every: str = Field(None, description='(schedule update) when: "10m" (every 10m), "*/5 * * * *", an ISO time')
+    schedule: Maybe[str] = Field(
+        None, description="AGENT create|update|run|remove ... - change or run a scheduled check"
+    )
+    name: Maybe[str] = Field(None, description="(schedule create, update) schedule name")
+    prompt: Maybe[str] = Field(None, description="(schedule update) what the agent is asked at every run")
+    every: Maybe[str] = Field(None, description='(schedule update) when: "10m" (every 10m), "*/5 * * * *", an ISO time')
     repeat: Optional[StrictInt] = Field(None, description="(schedule create, update) stop after this many runs")
-    case_id: str = Field(
+    case_id: Maybe[str] = Field(
         None, alias="case-id", description="(invoke, handover) the case (incident) of the runs, e.g. INC-2041"
     )
     workers: Optional[StrictStr] = Field(None, description="Hermes worker name or glob, e.g. hermes-lab-*")
     timeout: Optional[StrictInt] = Field(None, description="Run budget in seconds (invoke, chat)")
-    runs: records.HermesRunsCommand = Field(None, description="Past runs of the workers: who asked what, how it ended")
-    audit: records.HermesAuditCommand = Field(None, description="The workers' audit logs: export them, verify them")
-    notify: HermesNotifyCommand = Field(
+    runs: Maybe[records.HermesRunsCommand] = Field(
+        None, description="Past runs of the workers: who asked what, how it ended"
+    )
+    audit: Maybe[records.HermesAuditCommand] = Field(
+        None, description="The workers' audit logs: export them, verify them"
+    )
+    notify: Maybe[HermesNotifyCommand] = Field(
         None, description="Notification channels: health, outbox, dead letters; test CHANNEL sends a test message"
     )
 
@@ -173,7 +184,7 @@ class HermesShell(BaseModel):
         subshell = True
         prompt = "nf[hermes]#"
 
-    source_workers = WorkersOption.source_workers
+    source_workers: ClassVar[Callable[[], List[str]]] = WorkersOption.source_workers
 
     @field_validator("schedule", "run_id", "case_id", mode="before")
     @classmethod
@@ -185,8 +196,14 @@ class HermesShell(BaseModel):
     def source_agents(choice: Optional[str] = None) -> List[str]:
         return agent_names(choice)
 
-    source_invoke = source_chat = source_command = source_schedule = source_run_id = source_agents
-    source_evidence = source_report = source_handover = source_agents
+    source_invoke: ClassVar[Source] = source_agents
+    source_chat: ClassVar[Source] = source_agents
+    source_command: ClassVar[Source] = source_agents
+    source_schedule: ClassVar[Source] = source_agents
+    source_run_id: ClassVar[Source] = source_agents
+    source_evidence: ClassVar[Source] = source_agents
+    source_report: ClassVar[Source] = source_agents
+    source_handover: ClassVar[Source] = source_agents
 
     @staticmethod
     def run(picle_app: Any = None, **kwargs: Any) -> RenderableType:

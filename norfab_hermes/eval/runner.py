@@ -26,7 +26,7 @@ from ..routing import Router
 from ..routing.handover import handover
 from ..testing.scenario import Scenario
 from ..testing.scripted_model import ScriptedModel
-from .models import Before, Job, LabSettings, RunData, ToolResult
+from .models import Before, Handover, Job, LabSettings, RunData, ToolResult, Watch
 from .report import write_run
 from .scoring import Prices, RunScore, score
 
@@ -91,9 +91,9 @@ class Runner:
         self.reset()
         started = time.time()
         if job.watch:
-            result = self.watched(job, data)
+            result = self.watched(job, job.watch, data)
         elif job.handover:
-            result = self.handed_over(job)
+            result = self.handed_over(job, job.handover)
         else:
             result = self.invoke(job, job.agent, job.worker, job.request, data.approvals)
         data.seconds = time.time() - started
@@ -150,9 +150,9 @@ class Runner:
             raise RuntimeError(f"earlier request of {job.id} ({before.job or before.request}): {result}")
         data.references += [result["session_id"], result["run_id"]]
 
-    def watched(self, job: Job, data: RunData) -> Any:
+    def watched(self, job: Job, watch: Watch, data: RunData) -> Any:
         """The request as a watched schedule: created, run ``runs`` times now, every run collected; the last one's result."""
-        watch, name = job.watch, f"eval-{job.id}"
+        name = f"eval-{job.id}"
         schedule = {"agent": job.agent, "schedule_id": name}
         try:
             self.call(job.worker, "schedule", action="remove", **schedule)
@@ -184,9 +184,8 @@ class Runner:
             time.sleep(HISTORY_POLL)
         raise RuntimeError(f"run {count} of the watch of {job.id} did not land in its history")
 
-    def handed_over(self, job: Job) -> Any:
+    def handed_over(self, job: Job, spec: Handover) -> Any:
         """The request as a shift handover across every hermes worker, written by the job's agent."""
-        spec = job.handover
         reply = handover(Router(self.client), job.agent, spec.agents, spec.since, None, job.request)
         briefing = (reply.get("result") or {}).get("briefing")
         if reply.get("failed") or not briefing:
@@ -211,7 +210,7 @@ class Runner:
     def answer(self, job: Job, future: Any, request: Dict[str, Any], worker: str) -> Dict[str, Any]:
         """The operator's answer: yes only for calls the job's operator approves."""
         tool, arguments = approval_request(request)
-        approved = bool(tool) and any(rule.matches(tool, arguments) for rule in job.operator.approve)
+        approved = bool(tool and any(rule.matches(tool, arguments) for rule in job.operator.approve))
         future.send_response(input_id=request["id"], value=approved, worker=worker)
         return {"tool": tool, "arguments": arguments, "approved": approved, "question": request.get("question", "")}
 
@@ -231,8 +230,9 @@ class Runner:
                 )
         calls: List[Dict[str, Any]] = result.get("tool_calls") or []
         for call in calls:
+            digest: Optional[str] = call.get("arguments_digest")
             data.tool_calls.append(
-                {**call, "agent": agent, "arguments": arguments.get(call.get("arguments_digest"), {})}
+                {**call, "agent": agent, "arguments": arguments.get(digest, {}) if digest is not None else {}}
             )
         for call in calls:
             child = call.get("delegated") or {}

@@ -5,7 +5,7 @@ listed here needs admin: a new task is closed until someone says otherwise.
 """
 
 import fnmatch
-from typing import Dict, List, Optional
+from typing import Collection, Mapping, Optional
 
 UNSIGNED = frozenset({"get_version"})  # the version check a load balancer or a monitor makes
 VIEWER_TASKS = frozenset(
@@ -40,7 +40,7 @@ def role_of(task: str) -> str:
     return next((role for role, tasks in ROLE_TASKS.items() if task in tasks), "admin")
 
 
-def holds(roles: Dict[str, List[str]], role: str, agent: Optional[str]) -> bool:
+def holds(roles: Mapping[str, Collection[str]], role: str, agent: Optional[str]) -> bool:
     """Whether roles by agent pattern grant ``role`` for ``agent`` (for no agent: for some agent)."""
     for pattern, granted in roles.items():
         if role in granted or (role == "viewer" and granted):

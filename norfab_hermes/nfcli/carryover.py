@@ -18,6 +18,7 @@ from ..routing import Router
 from ..routing.handover import handover as gather_and_write
 from .common import WorkersOption, as_str, guarded, hint, misparsed, router
 from .live import error_text, markdown
+from .picle_compat import Maybe
 from .tables import WRAP, short_time, table
 from .views import failed
 
@@ -42,14 +43,14 @@ class HermesMemoryCommand(WorkersOption):
         None, description="Forget the agent's memory notes, what it knows of the operator, or its skills"
     )
     # plain str: PICLE leaves the text alone
-    entry: str = Field(None, description="With clear: a unique part of the one entry to forget, or a skill name")
+    entry: Maybe[str] = Field(None, description="With clear: a unique part of the one entry to forget, or a skill name")
 
     @staticmethod
     def run(
         agent: str, clear: Optional[str] = None, entry: Any = None, workers: Optional[str] = None, **kwargs: Any
     ) -> RenderableType:
-        if misparsed(kwargs):
-            return misparsed(kwargs)
+        if refused := misparsed(kwargs):
+            return refused
         if entry is not None and clear is None:
             return usage('entry goes with clear: hermes memory AGENT clear memory entry "TEXT"')
         text = " ".join(map(str, entry)) if isinstance(entry, list) else as_str(entry)
@@ -73,8 +74,8 @@ def memory(
     target = routes.resolve(agent, workers)
     kwargs = {"action": "clear", "target": clear, "entry": entry} if clear else {"action": "list"}
     res = routes.one("memory", target, {k: v for k, v in kwargs.items() if v})
-    if failed(res):
-        return failed(res)
+    if problem := failed(res):
+        return problem
     data = MemoryResultData.model_validate(res["result"])
     switches = f"memory {'on' if data.memory_on else 'off'}, skills {'on' if data.skills_on else 'off'}"
     parts: List[RenderableType] = [Text(f"agent '{data.agent}' on worker '{data.worker}' ({switches}): {data.message}")]
@@ -93,8 +94,8 @@ def evidence(routes: Router, args: List[str], workers: Optional[str]) -> Rendera
     target = routes.resolve(args[0], workers)
     kwargs = {"run_id": args[1]} if len(args) == 2 else {"artifact_id": args[2]}
     res = routes.one("evidence", target, kwargs)
-    if failed(res):
-        return failed(res)
+    if problem := failed(res):
+        return problem
     data = EvidenceResultData.model_validate(res["result"])
     if data.artifact is not None:
         a = data.artifact
@@ -121,8 +122,8 @@ def report(routes: Router, args: List[str], output: Optional[str], workers: Opti
         return usage("report takes the agent and the session id")
     target = routes.resolve(args[0], workers, args[1])
     res = routes.one("report", target, {"session_id": args[1]})
-    if failed(res):
-        return failed(res)
+    if problem := failed(res):
+        return problem
     data = ReportResultData.model_validate(res["result"])
     summary = Text(f"{data.linked} of {data.quotes} quoted line(s) linked to an artifact and its digest")
     if not output:

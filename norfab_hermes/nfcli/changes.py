@@ -40,8 +40,8 @@ def usage(problem: str) -> Text:
 class HermesAcknowledgeCommand(NoteOption):
     @staticmethod
     def run(outcome_id: str, note: Any = None, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
-        if misparsed(kwargs):
-            return misparsed(kwargs)
+        if refused := misparsed(kwargs):
+            return refused
         if note is True:
             return usage('note takes what the devices show, quoted: hermes acknowledge ID note "..."')
         ref, why, where = str(outcome_id), as_str(note), as_str(workers)
@@ -51,8 +51,8 @@ class HermesAcknowledgeCommand(NoteOption):
 class HermesResetBreakerCommand(NoteOption):
     @staticmethod
     def run(agent: str, note: Any = None, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
-        if misparsed(kwargs):
-            return misparsed(kwargs)
+        if refused := misparsed(kwargs):
+            return refused
         if note is True:
             return usage('note takes why, quoted: hermes reset-breaker AGENT note "..."')
         why, where = as_str(note), as_str(workers)
@@ -86,7 +86,7 @@ def safety(routes: Router, workers: Optional[str]) -> RenderableType:
     """``hermes safety``: every selected worker's device locks, breakers and changes of unknown outcome."""
     replies = routes.status(workers)
     statuses = envelopes(replies)
-    problems = [Text.assemble(f"{w}: ", failed(res)) for w, res in sorted(replies.items()) if w not in statuses]
+    problems = [Text.assemble(f"{w}: ", problem) for w, res in sorted(replies.items()) if (problem := failed(res))]
     locks = [
         [worker, lock.device, lock.agent, lock.run_id, lock.tool, short_time(lock.since)]
         for worker, status in statuses.items()

@@ -13,13 +13,13 @@ from rich.text import Text
 
 from ..routing import Router, RoutingError
 from .live import CtrlC, error_text
-from .picle_compat import read_line
+from .picle_compat import Maybe, read_line
 
 TEXT_VERBS = ("invoke", "chat", "command", "session", "schedule")  # verbs whose values are free text
 
 
 def router() -> Router:
-    return Router(builtins.NFCLIENT)
+    return Router(builtins.NFCLIENT)  # type: ignore[attr-defined]  # nfcli sets it in builtins at start-up
 
 
 def positionals(value: Any) -> List[str]:
@@ -102,7 +102,7 @@ class NoteOption(WorkersOption):
     """``(note "TEXT") (workers SELECTOR)``: commands that decide something and keep why."""
 
     # plain str: PICLE leaves such values alone; presence: a bare 'note' arrives as True and is refused
-    note: str = Field(None, description="Why, for the record", json_schema_extra={"presence": True})
+    note: Maybe[str] = Field(None, description="Why, for the record", json_schema_extra={"presence": True})
 
     @field_validator("note", mode="before")
     @classmethod

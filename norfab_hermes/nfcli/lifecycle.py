@@ -20,6 +20,7 @@ from ..models import AgentSummary, ManageAgentResultData
 from ..routing import GLOB_CHARS, Router, RoutingError, Target
 from .common import WorkersOption, agent_names, as_str, confirm, guarded, hint, misparsed, on_terminal, router
 from .live import error_text
+from .picle_compat import Maybe
 from .tables import table
 from .views import state_text
 
@@ -58,7 +59,7 @@ def single(value: Any) -> Optional[str]:
 class HermesCreateCommand(WorkersOption):
     model_config = ConfigDict(populate_by_name=True)
     # plain str: PICLE leaves such values alone; presence: a bare 'from' arrives as True and is refused
-    from_: str = Field(
+    from_: Maybe[str] = Field(
         None,
         alias="from",
         description="nf:// URL of a YAML file holding the agent's definition",
@@ -74,8 +75,8 @@ class HermesCreateCommand(WorkersOption):
 
     @staticmethod
     def run(agent: str, from_: Any = None, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
-        if misparsed(kwargs):
-            return misparsed(kwargs)
+        if refused := misparsed(kwargs):
+            return refused
         source = single(from_)
         if source is None:
             return usage("create takes one definition file: hermes create NAME from nf://PATH.yaml workers WORKER")
@@ -85,13 +86,13 @@ class HermesCreateCommand(WorkersOption):
 
 class HermesCloneCommand(WorkersOption):
     model_config = ConfigDict(populate_by_name=True)
-    from_: str = Field(
+    from_: Maybe[str] = Field(
         None,
         alias="from",
         description="The agent to copy, on the worker named in workers",
         json_schema_extra={"presence": True},
     )
-    model: str = Field(
+    model: Maybe[str] = Field(
         None,
         description="Model id of the copy, e.g. gpt-4.1 (default: the original's)",
         json_schema_extra={"presence": True},
@@ -105,8 +106,8 @@ class HermesCloneCommand(WorkersOption):
     def run(
         agent: str, from_: Any = None, model: Any = None, workers: Optional[str] = None, **kwargs: Any
     ) -> RenderableType:
-        if misparsed(kwargs):
-            return misparsed(kwargs)
+        if refused := misparsed(kwargs):
+            return refused
         original, model_id = single(from_), single(model)
         if original is None or (model is not None and model_id is None):
             return usage(
@@ -135,8 +136,8 @@ class HermesStartCommand(WorkersOption):
         picle_app: Any = None,
         **kwargs: Any,
     ) -> RenderableType:
-        if misparsed(kwargs):
-            return misparsed(kwargs)
+        if refused := misparsed(kwargs):
+            return refused
         for option, value in (("interrupt", interrupt), ("yes", yes)):
             if value not in (None, True, False):
                 return usage(f"{option} takes no value: hermes {cls.ACTION} AGENT workers WORKER {option}")

@@ -15,14 +15,35 @@ pinned by NorFab); ``tests/test_picle_compat.py`` holds PICLE to them.
     that command (``nf[hermes]# history AGENT schedule ID``), as the same
     line does from ``nf#``; a bare ``history`` is still PICLE's command
     history (``App.do_history``).
+
+* :data:`Maybe` types an optional field whose annotation PICLE reads.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from picle import App
 from prompt_toolkit.application import get_app
 
 PATCHED = "_norfab_hermes_patched"  # marks App once install() ran
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:
+    Maybe = Optional[T]
+else:
+
+    class Maybe:
+        """``Maybe[X]``: ``Optional[X]`` to the type checker, ``X`` itself at run time.
+
+        PICLE decides by a field's annotation: exactly ``str`` keeps values as
+        typed (an id 0012 stays 0012, ``App._save_collected_value``), a model
+        class is a subcommand and a ``Dict`` with a ``pkey`` a verb taking a
+        key (``App.parse_command``). ``Optional[...]`` would hide all three, so
+        a field that defaults to None says ``Maybe[...]`` instead.
+        """
+
+        def __class_getitem__(cls, item: Any) -> Any:
+            return item
 
 
 def read_line(app: Any, prompt: Any) -> str:

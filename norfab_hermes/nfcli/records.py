@@ -15,6 +15,7 @@ from rich.text import Text
 from ..models import AuditVerifyData, RunsPage, RunSummary
 from ..routing import Router, records
 from .common import WorkersOption, as_str, guarded, hint, misparsed, router
+from .picle_compat import Maybe
 from .tables import CLIP, WRAP, short_time, table
 from .views import failed
 
@@ -39,41 +40,45 @@ def one_text(value: Any) -> Optional[str]:
 class HermesRunsCommand(WorkersOption):
     model_config = ConfigDict(populate_by_name=True)
     # plain str: PICLE keeps such values as typed (an id 0012, an age 30m)
-    agent: str = Field(None, description="Only this agent's runs")
-    state: str = Field(None, description="queued, running, waiting_for_approval or finished")
-    stop_reason: str = Field(None, description="completed, interrupted, token_budget, daily_budget, ...")
-    since: str = Field(None, description="From an age before now (30m, 12h, 7d) or an ISO time")
-    until: str = Field(None, description="Up to an age before now or an ISO time")
-    schedule_id: str = Field(None, alias="schedule", description="Only the runs of this schedule (its id)")
-    decided_by: str = Field(None, description="Only runs with an approval this NorFab client decided")
-    text: str = Field(None, description="Only runs whose instructions or answer hold this text (quote it)")
-    case_id: str = Field(None, alias="case-id", description="Only the runs of this case (incident), e.g. INC-2041")
+    agent: Maybe[str] = Field(None, description="Only this agent's runs")
+    state: Maybe[str] = Field(None, description="queued, running, waiting_for_approval or finished")
+    stop_reason: Maybe[str] = Field(None, description="completed, interrupted, token_budget, daily_budget, ...")
+    since: Maybe[str] = Field(None, description="From an age before now (30m, 12h, 7d) or an ISO time")
+    until: Maybe[str] = Field(None, description="Up to an age before now or an ISO time")
+    schedule_id: Maybe[str] = Field(None, alias="schedule", description="Only the runs of this schedule (its id)")
+    decided_by: Maybe[str] = Field(None, description="Only runs with an approval this NorFab client decided")
+    text: Maybe[str] = Field(None, description="Only runs whose instructions or answer hold this text (quote it)")
+    case_id: Maybe[str] = Field(
+        None, alias="case-id", description="Only the runs of this case (incident), e.g. INC-2041"
+    )
     limit: Optional[StrictInt] = Field(None, description="Newest runs per worker (default 20)")
     offset: Optional[StrictInt] = Field(None, description="Runs to skip per worker, for the next page")
 
     @staticmethod
     def run(workers: Optional[str] = None, limit: Any = None, offset: Any = None, **kwargs: Any) -> RenderableType:
         filters = {name: one_text(kwargs.pop(name, None)) for name in RUN_FILTERS}
-        if misparsed(kwargs):
-            return misparsed(kwargs)
+        if refused := misparsed(kwargs):
+            return refused
         where = as_str(workers)
         return guarded(lambda: runs_view(router(), where, filters, limit or 20, offset or 0))
 
 
 class HermesAuditExportCommand(WorkersOption):
     model_config = ConfigDict(populate_by_name=True)
-    file: str = Field(None, description="Write the entries to this JSON lines file (on this host); else show them")
-    agent: str = Field(None, description="Only this agent's entries")
-    run_id: str = Field(None, alias="run", description="Only this run's entries")
-    kind: str = Field(None, description="Only entries of this kind, e.g. approval.decided")
-    since: str = Field(None, description="From an age before now (30m, 12h, 7d) or an ISO time")
-    until: str = Field(None, description="Up to an age before now or an ISO time")
+    file: Maybe[str] = Field(
+        None, description="Write the entries to this JSON lines file (on this host); else show them"
+    )
+    agent: Maybe[str] = Field(None, description="Only this agent's entries")
+    run_id: Maybe[str] = Field(None, alias="run", description="Only this run's entries")
+    kind: Maybe[str] = Field(None, description="Only entries of this kind, e.g. approval.decided")
+    since: Maybe[str] = Field(None, description="From an age before now (30m, 12h, 7d) or an ISO time")
+    until: Maybe[str] = Field(None, description="Up to an age before now or an ISO time")
 
     @staticmethod
     def run(workers: Optional[str] = None, file: Any = None, **kwargs: Any) -> RenderableType:
         filters = {name: one_text(kwargs.pop(name, None)) for name in AUDIT_FILTERS}
-        if misparsed(kwargs):
-            return misparsed(kwargs)
+        if refused := misparsed(kwargs):
+            return refused
         where, path = as_str(workers), one_text(file)
         return guarded(lambda: export(router(), where, filters, Path(path).expanduser() if path else None))
 
@@ -85,8 +90,10 @@ class HermesAuditVerifyCommand(WorkersOption):
 
 
 class HermesAuditCommand(BaseModel):
-    export: HermesAuditExportCommand = Field(None, description="Write or show the audit logs as JSON lines")
-    verify: HermesAuditVerifyCommand = Field(None, description="Check every entry of the audit logs and their links")
+    export: Maybe[HermesAuditExportCommand] = Field(None, description="Write or show the audit logs as JSON lines")
+    verify: Maybe[HermesAuditVerifyCommand] = Field(
+        None, description="Check every entry of the audit logs and their links"
+    )
 
 
 # ------------------------------------------------------------------- views

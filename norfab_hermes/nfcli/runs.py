@@ -26,6 +26,7 @@ from ..routing import Router, Target
 from .changes import preview_view
 from .common import NoteOption, WorkersOption, as_str, guarded, hint, misparsed, router
 from .live import CtrlC, error_text, event_line, reply_view
+from .picle_compat import Maybe
 from .tables import WRAP, clock, parse_time, table
 from .views import failed
 
@@ -64,7 +65,7 @@ class HermesApproveCommand(NoteOption):
     """``ID (note "WHY") (workers SELECTOR)``; subclasses change ACTION, the decision task."""
 
     ACTION: ClassVar[str] = "approve"
-    note: str = Field(
+    note: Maybe[str] = Field(
         None,
         description="Why, kept in the run's record (a denial's note is told to the agent)",
         json_schema_extra={"presence": True},
@@ -72,8 +73,8 @@ class HermesApproveCommand(NoteOption):
 
     @classmethod
     def run(cls, approval_id: str, note: Any = None, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
-        if misparsed(kwargs):
-            return misparsed(kwargs)
+        if refused := misparsed(kwargs):
+            return refused
         if note is True:
             return usage(f'note takes the reason, quoted: hermes {cls.ACTION} ID note "WHY"')
         why = " ".join(map(str, note)) if isinstance(note, list) else as_str(note)

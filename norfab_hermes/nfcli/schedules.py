@@ -19,6 +19,7 @@ from ..models import ScheduleInfo, ScheduleResultData, ScheduleRun
 from ..routing import Router, Target
 from .common import WorkersOption, as_str, confirm, guarded, hint, misparsed, on_terminal, router
 from .live import error_text
+from .picle_compat import Maybe
 from .tables import WRAP, short_time, short_times, table
 from .views import failed
 
@@ -78,14 +79,16 @@ class HermesPauseCommand(WorkersOption):
     ACTION: ClassVar[str] = "pause"
     model_config = ConfigDict(populate_by_name=True)
     # plain str: PICLE leaves such values alone (an id of digits keeps its leading zeros)
-    schedule_id: str = Field(None, alias="schedule", description="Schedule id or name, from 'hermes schedules AGENT'")
+    schedule_id: Maybe[str] = Field(
+        None, alias="schedule", description="Schedule id or name, from 'hermes schedules AGENT'"
+    )
 
     @classmethod
     def run(
         cls, agent: str, schedule_id: Any = None, workers: Optional[str] = None, limit: Any = None, **kwargs: Any
     ) -> RenderableType:
-        if misparsed(kwargs):
-            return misparsed(kwargs)
+        if refused := misparsed(kwargs):
+            return refused
         if not schedule_id:
             return usage(f"{cls.ACTION} takes the schedule: hermes {cls.ACTION} AGENT schedule ID")
         ref, where = str(schedule_id), as_str(workers)

@@ -27,8 +27,8 @@ class HermesInterruptCommand(WorkersOption):
 
     @staticmethod
     def run(agent: str, run_id: Optional[str] = None, workers: Optional[str] = None, **kwargs: Any) -> RenderableType:
-        if misparsed(kwargs):
-            return misparsed(kwargs)
+        if refused := misparsed(kwargs):
+            return refused
         if not run_id:
             return error_text(["usage: hermes interrupt AGENT run RUN_ID (workers WORKER)"])
         run_id = str(run_id)
@@ -89,8 +89,8 @@ def command(agent: str, line: str, session: Optional[str], workers: Optional[str
     res = (reply or {}).get(target.worker)
     if not res:
         return error_text([f"hermes command on worker '{target.worker}' returned no result"])
-    if failed(res):
-        return failed(res)
+    if problem := failed(res):
+        return problem
     data = CommandResultData.model_validate(res["result"])
     return Group(
         markdown(data.response or "(no answer)"),

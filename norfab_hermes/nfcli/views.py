@@ -79,7 +79,9 @@ def state_text(state: Optional[str]) -> Optional[Text]:
 
 
 def status_view(replies: Dict[str, dict]) -> RenderableType:
-    workers, errors, runs, schedulers, budgets, channels, channel_errors = [], [], [], [], [], [], []
+    workers, errors, schedulers, channels, channel_errors = [], [], [], [], []
+    runs: List[List[Any]] = []
+    budgets: List[List[Any]] = []
     for worker, res in sorted(replies.items()):
         problem = failed(res)
         if problem:

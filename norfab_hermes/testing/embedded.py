@@ -71,8 +71,8 @@ def write_inventory(
     :func:`remote_worker`). The broker listens on ``address``. A worker of a
     service in ``PACKAGE_WORKERS`` is this package's own worker plugin.
     """
-    for path, content in (files or {}).items():
-        target = base / path
+    for relative, content in (files or {}).items():
+        target = base / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content if isinstance(content, str) else yaml.safe_dump(content))
     topology = []

@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 from .scenario import Scenario
 
@@ -63,7 +63,9 @@ def last_user_text(messages: List[dict]) -> str:
 
 def tool_results_since_user(messages: List[dict]) -> List[dict]:
     """Tool messages of the current turn, oldest first, with tool name and round."""
-    names, results, rounds = {}, [], 0
+    names: Dict[Optional[str], Optional[str]] = {}  # tool call id -> tool name
+    results: List[dict] = []
+    rounds = 0
     for message in messages:
         if message.get("role") == "user":
             names, results, rounds = {}, [], 0
@@ -259,7 +261,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, body: dict, reply: Reply) -> None:
         cid = "chatcmpl-" + uuid.uuid4().hex[:12]
         model = body.get("model") or "scripted"
-        calls = [
+        calls: List[Dict[str, Any]] = [
             {
                 "id": "call_" + uuid.uuid4().hex[:12],
                 "type": "function",
@@ -270,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
         finish = "tool_calls" if calls else "stop"
         usage = _usage(body, reply)
         if not body.get("stream"):
-            message = {"role": "assistant", "content": reply.content}
+            message: Dict[str, Any] = {"role": "assistant", "content": reply.content}
             if calls:
                 message["tool_calls"] = calls
             return self._json(
@@ -356,7 +358,8 @@ class ScriptedModelServer(ThreadingHTTPServer):
 
     @property
     def base_url(self) -> str:
-        return "http://%s:%d/v1" % self.server_address[:2]
+        host, port = cast(Tuple[str, int], self.server_address[:2])  # AF_INET: getsockname() gives (str, int)
+        return "http://%s:%d/v1" % (host, port)
 
     def start(self) -> str:
         self._thread = threading.Thread(target=self.serve_forever, name="scripted-model", daemon=True)

@@ -199,7 +199,7 @@ def _verdict(kind: str, device: str, interface: Optional[str], affected: List[st
     }
 
 
-HEALTHY = {
+HEALTHY: Dict[str, Any] = {
     "fault_found": False,
     "device": None,
     "interface": None,
@@ -329,6 +329,12 @@ def _odd_end(f: Findings, a: Tuple[str, str], b: Tuple[str, str]) -> Optional[Tu
     def area(end: Tuple[str, str]) -> str:
         return _line(f.out(end[0], f"show ip ospf interface {end[1]}"), r"Area \S+") or ""
 
+    def area_id(end: Tuple[str, str]) -> str:
+        found = re.search(r"Area (\S+),", area(end))
+        if found is None:  # IOS prints a comma after the area; without one there is no id to count
+            raise ValueError(f"no OSPF area id in {area(end)!r}")
+        return found.group(1)
+
     areas = [
         line.split()[2]
         for end in (a, b)
@@ -343,7 +349,7 @@ def _odd_end(f: Findings, a: Tuple[str, str], b: Tuple[str, str]) -> Optional[Tu
             end = b if usual in value(a) else a
             return end, command.format(end[1]), value(end)
     if area(a) != area(b):
-        counts = {end: areas.count(re.search(r"Area (\S+),", area(end)).group(1)) for end in (a, b) if area(end)}
+        counts = {end: areas.count(area_id(end)) for end in (a, b) if area(end)}
         if len(counts) == 2:
             end = min(counts, key=lambda e: counts[e])
             return end, f"show ip ospf interface {end[1]}", area(end)

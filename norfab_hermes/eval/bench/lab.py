@@ -171,8 +171,8 @@ def write_lab(network: Network, folder: Path, state: Path) -> Path:
         "records/data.yaml": network.records,
         f"agents/{AGENT}.yaml": agent_definition(len(network.nodes) + 5),
     }
-    for path, content in files.items():
-        target = folder / path
+    for relative, content in files.items():
+        target = folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content if isinstance(content, str) else yaml.safe_dump(content, sort_keys=False))
     workers = {

@@ -12,7 +12,7 @@ an operations team keeps outside the network. Pure: the same size gives the
 same network.
 """
 
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ..models import Network, Node, Port
 
@@ -64,7 +64,8 @@ def build(size: str) -> Network:
             {"address": far.split("/")[0], "remote_as": UPSTREAM_AS[c], "port": port, "description": f"ISP-{c + 1}"},
             {"address": other, "remote_as": LOCAL_AS, "port": "Loopback0", "description": "iBGP other core"},
         ]
-    site_nodes, records = [], {"sites": {}, "customers": {}}
+    site_nodes = []
+    records: Dict[str, Dict[str, Any]] = {"sites": {}, "customers": {}}
     for s in range(1, sites + 1):
         dist = distribution[(s - 1) % dists]
         slot = (s - 1) // dists
