@@ -134,8 +134,9 @@ class State:
             self._adjacency_down((device, f"Vlan{vlan}"), "Interface down or detached")
 
     def matches(self, rate: int) -> int:
-        """A counter that grows with the seconds since the fault: two polls differ."""
-        return rate * (60 + int(self.elapsed))
+        """A counter that grows ``rate`` a second since the fault, continuously: two polls differ (counted
+        in whole seconds, two polls within one second read the same count and a growing counter looked still)."""
+        return int(rate * (60 + self.elapsed))
 
     def crc(self, device: str, port: str) -> int:
         if self.fault.kind == "crc_errors" and (self.fault.device, self.fault.interface) == (device, port):
