@@ -6,6 +6,7 @@ at import and must never be imported into the pytest process that forks
 NorFab workers.
 """
 
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -108,6 +109,12 @@ def test_pinned_version():
         "out.append('async def _start_stream_consumer' in inner and 'for _ in range(200)' in inner "
         "and inner.count('await asyncio.sleep(0.05)') >= 1 and run.count('await asyncio.sleep(0.05)') == 1 "
         "and 'self._queue.put(_DONE)' in inspect.getsource(inspect.unwrap(s.GatewayStreamConsumer.finish)))",
+        # session commits wait for the OS, not the disk: the session database's connections pass
+        # through apply_wal_with_fallback, which this module calls by its global name
+        "import inspect, hermes_state as h; out.append(callable(h.apply_wal_with_fallback) "
+        "and 'apply_wal_with_fallback(self._conn' in inspect.getsource(h.SessionDB.__init__))",
+        # a served profile's budget is read from the turn's Hermes home
+        "import hermes_constants as c; out.append(callable(c.get_hermes_home))",
         # the log split finds Hermes' queue handler by its marker
         "import logging, hermes_logging; hermes_logging.setup_logging(mode='gateway'); "
         "out.append(any(getattr(h, '_hermes_queue', False) for h in logging.getLogger().handlers))",
@@ -174,6 +181,38 @@ def test_one_tls_context_serves_every_client_and_config_copies_stay_private(tmp_
         """,
     )
     assert out.splitlines() == ["True", "True", "True"]
+
+
+def test_a_session_commit_waits_for_the_os_and_survives_kill_9(tmp_path):
+    """Hermes' session database drops the per-commit fsync (WAL, synchronous=NORMAL): a process killed
+    right after a commit loses nothing of it."""
+    script = textwrap.dedent(
+        f"""
+        import os, sys, time
+        os.environ["HERMES_HOME"] = {str(tmp_path)!r}
+        sys.stdout = sys.stderr
+        from norfab_hermes.worker.hermes import patches
+        patches.import_hermes()
+        import hermes_state
+        db = hermes_state.SessionDB()
+        mode = db._conn.execute("PRAGMA synchronous").fetchone()[0]
+        db.create_session("s1", "norfab")
+        for i in range(50):
+            db.append_message("s1", "user", f"message {{i}}")
+        print(mode, flush=True, file=sys.__stdout__)
+        time.sleep(60)
+        """
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        synchronous = process.stdout.readline().strip()
+    finally:
+        process.kill()  # SIGKILL: no close, no checkpoint
+        process.wait()
+    assert synchronous == "1", "synchronous=NORMAL on the session database"
+    with sqlite3.connect(tmp_path / "state.db") as db:
+        kept = db.execute("SELECT count(*) FROM messages WHERE session_id = 's1'").fetchone()[0]
+    assert kept == 50
 
 
 def test_a_finishing_agent_wakes_its_stream_consumer(tmp_path):

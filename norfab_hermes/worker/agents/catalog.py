@@ -258,7 +258,9 @@ class AgentCatalog:
 
     def secrets_for(self, home: Path) -> Dict[str, str]:
         """The provider keys of the profile at ``home`` (Hermes' secret scope)."""
-        return self._secrets.get(Path(home).resolve(), {})
+        home = Path(home)
+        found = self._secrets.get(home)  # the scope's own path first: no file system look-up per turn
+        return found if found is not None else self._secrets.get(home.resolve(), {})
 
     def secrets(self) -> List[str]:
         """Secret values to mask, longest first so no shorter one splits a longer."""

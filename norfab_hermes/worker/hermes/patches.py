@@ -32,6 +32,7 @@ def import_hermes() -> None:
     _subagents_work_for_their_turn()
     _share_tls_contexts()
     _cheaper_config_copies()
+    _session_commits_wait_for_the_os()
     _replies_leave_when_the_agent_finishes()
     _no_project_context_files()
     _model_requests_keep_their_turn()
@@ -138,6 +139,30 @@ def _cheaper_config_copies() -> None:
     for module in list(sys.modules.values()):
         if getattr(module, "__dict__", {}).get("load_config") is original:
             module.load_config = load_config  # type: ignore[attr-defined]  # found on it by the line above
+
+
+def _session_commits_wait_for_the_os() -> None:
+    # Hermes' session database (state.db, WAL) keeps SQLite's default
+    # synchronous=FULL on Linux: every commit waits for an fsync, and a turn
+    # makes a dozen commits, on its own path and holding the database lock the
+    # gateway's other sessions wait for. In WAL mode NORMAL loses no commit
+    # when the process dies (kill -9 included); only a power cut can take the
+    # last ones, as with NorFab's job database and our records. Hermes forces
+    # FULL on macOS for a corruption risk there, and keeps it.
+    import sys
+
+    import hermes_state
+
+    apply = hermes_state.apply_wal_with_fallback
+
+    @functools.wraps(apply)
+    def apply_wal_with_fallback(conn: Any, *args: Any, **kwargs: Any) -> str:
+        mode = apply(conn, *args, **kwargs)
+        if mode == "wal" and sys.platform != "darwin":
+            conn.execute("PRAGMA synchronous=NORMAL")
+        return str(mode)
+
+    hermes_state.apply_wal_with_fallback = apply_wal_with_fallback
 
 
 STREAM_POLL = 0.05  # seconds: how often the gateway looks for a turn's stream consumer, and the consumer at its queue
@@ -293,12 +318,15 @@ def per_profile_iterations(iterations_for: Any) -> None:
     the profiles the worker serves (None: the root's budget).
     """
     import gateway.run as gateway_run
-    from hermes_cli.profiles import get_active_profile_name
+    from hermes_constants import get_hermes_home
 
     read_root = gateway_run._current_max_iterations
 
     def current_max_iterations() -> int:
-        iterations = iterations_for(get_active_profile_name())
+        # a served profile's scope is <root>/profiles/<agent>: read from the path (Hermes' own
+        # get_active_profile_name resolves three paths on disk, on every turn)
+        home = get_hermes_home()
+        iterations = iterations_for(home.name) if home.parent.name == "profiles" else None
         return iterations if iterations is not None else read_root()
 
     gateway_run._current_max_iterations = current_max_iterations
