@@ -95,6 +95,19 @@ class Mailbox:
     def about(self, text):
         return [m for m in self.mails if text in m["Subject"]]
 
+    def channel(self, **extra):
+        """An email channel to this mailbox, STARTTLS with its certificate."""
+        return {
+            "type": "email",
+            "host": "127.0.0.1",
+            "port": self.port,
+            "starttls": True,
+            "ca_file": str(self.ca_file),
+            "sender": "hermes@lab.example",
+            "to": ["noc@lab.example"],
+            **extra,
+        }
+
 
 @pytest.fixture(scope="module")
 def lab(model, tmp_path_factory):
@@ -102,16 +115,7 @@ def lab(model, tmp_path_factory):
     hook, mailbox = WebhookReceiver(SECRET), Mailbox(base)
     channels = {
         "hook": {"type": "webhook", "url": hook.url, "secret_env": "NOTIFY_TEST_HOOK_SECRET"},
-        "mail": {
-            "type": "email",
-            "host": "127.0.0.1",
-            "port": mailbox.port,
-            "starttls": True,
-            "ca_file": str(mailbox.ca_file),
-            "sender": "hermes@lab.example",
-            "to": ["noc@lab.example"],
-            "agents": ["watcher", "fix*"],
-        },
+        "mail": mailbox.channel(agents=["watcher", "fix*"]),
         # nobody listens there: its messages fail, and after two attempts are dead letters
         "nowhere": {
             "type": "webhook",

@@ -72,16 +72,7 @@ def lab(model, homeserver, tmp_path_factory):
             "operators": {"@lead:localhost": "lead", "@watch:localhost": "watch"},
         },
         "hook": {"type": "webhook", "url": hook.url, "secret_env": "NOTIFY_E2E_HOOK_SECRET", "agents": ["watcher"]},
-        "mail": {
-            "type": "email",
-            "host": "127.0.0.1",
-            "port": mailbox.port,
-            "starttls": True,
-            "ca_file": str(mailbox.ca_file),
-            "sender": "hermes@lab.example",
-            "to": ["noc@lab.example"],
-            "agents": ["watcher"],
-        },
+        "mail": mailbox.channel(agents=["watcher"]),
     }
     # a call parked in the inbox holds its target's tool slot: room for the next run's call
     inventory = hermes_worker(
