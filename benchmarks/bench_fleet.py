@@ -1,7 +1,9 @@
 """
 A fleet: the same agents on one hermes worker, or split over two worker
-processes (the second started the way a remote host starts it); and what a
-delegated question costs next to asking the other agent directly.
+processes (the second started the way a remote host starts it); what a
+delegated question costs next to asking the other agent directly; and eight
+worker processes of fifty agents each behind one broker: routing, the fleet's
+agent list and parallel efficiency across it.
 """
 
 import concurrent.futures
@@ -10,8 +12,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from common import WORKER, agents, median, row, timed
+from common import WORKER, agents, median, p95, row, timed
 
+from norfab_hermes.routing.client import Hermes
 from norfab_hermes.testing.embedded import hermes_worker, remote_worker, running_norfab
 
 SECOND = "hermes-worker-2"
@@ -20,6 +23,9 @@ LATENCY = 1.0  # scripted model seconds per turn
 CONCURRENT = 16  # invokes in flight at once
 INVOKES = 48  # per measurement
 DELEGATIONS = 10
+FLEET, FLEET_AGENTS = 8, 50  # worker processes, agents each
+FLEET_IN_FLIGHT, FLEET_LATENCY = 40, 2.0
+ROUTED = 20  # routed invokes and fleet agent lists measured
 
 
 def inventory(url: str, names: List[str], **extra: Any) -> Dict[str, Any]:
@@ -115,6 +121,59 @@ def delegation(client: Any, asked: str) -> tuple:
     return median(direct), median(delegated)
 
 
+def fleet_of_eight(url: str) -> List[Dict[str, Any]]:
+    """FLEET workers of FLEET_AGENTS agents each (agent names unique across the fleet) behind one broker."""
+    workers = {}
+    for w in range(FLEET):
+        names = {
+            f"w{w}-agent-{i:02d}": {"instructions": f"You are agent {i} of worker {w}."} for i in range(FLEET_AGENTS)
+        }
+        inventory = hermes_worker(url, names, max_concurrent_runs=FLEET_IN_FLIGHT)
+        inventory["model"]["default"] = "scripted-model"
+        workers[f"hermes-worker-{w + 1}"] = inventory
+    with running_norfab(Path(tempfile.mkdtemp(prefix="bench-fleet8-")), workers) as nf:
+        hermes = Hermes(nf.client)
+
+        def listed() -> None:
+            replies = hermes.agents()
+            if sum(len(r["result"] or []) for r in replies.values()) != FLEET * FLEET_AGENTS:
+                raise RuntimeError(f"the fleet lists {sum(len(r['result'] or []) for r in replies.values())} agents")
+
+        def routed(i: int) -> None:
+            reply = hermes.invoke(f"w{i % FLEET}-agent-{i % FLEET_AGENTS:02d}", f"hello #{i}")
+            if reply["failed"]:
+                raise RuntimeError(reply["errors"])
+
+        listed(), routed(0)  # warm up
+        lists = [timed(listed) for _ in range(ROUTED)]
+        invokes = [timed(lambda i=i: routed(i)) for i in range(ROUTED)]
+
+        def batch(count: int, spread: int) -> float:
+            def ask(i: int) -> None:
+                reply = hermes.invoke(f"w{i % spread}-agent-{i % FLEET_AGENTS:02d}", f"SLEEP {FLEET_LATENCY} #{i}")
+                if reply["failed"]:
+                    raise RuntimeError(reply["errors"])
+
+            with concurrent.futures.ThreadPoolExecutor(count) as pool:
+                return timed(lambda: list(pool.map(ask, range(count))))
+
+        batch(FLEET, FLEET)  # warm up a worker's agents on each
+        single = median([batch(1, 1) for _ in range(3)])
+        one, fleet = single / batch(FLEET_IN_FLIGHT, 1), single / batch(FLEET_IN_FLIGHT, FLEET)
+    size = f"{FLEET} workers x {FLEET_AGENTS} agents, one broker, routed by Hermes(client)"
+    bound = "2 cores bound this machine: reported, not a target here"
+    return [
+        row("fleet", "hermes agents over the fleet, median", median(lists), "s", f"{size}: get_agents of every worker"),
+        row("fleet", "hermes agents over the fleet, p95", p95(lists), "s", size),
+        row("fleet", "routed invoke, median", median(invokes), "s", f"{size}: find the agent's worker, then invoke"),
+        row("fleet", "routed invoke, p95", p95(invokes), "s", size),
+        row(
+            "fleet", f"parallel efficiency N={FLEET_IN_FLIGHT}, one worker", one, "", f"model {FLEET_LATENCY}s; {bound}"
+        ),
+        row("fleet", f"parallel efficiency N={FLEET_IN_FLIGHT}, across {FLEET} workers", fleet, "", bound),
+    ]
+
+
 def run(url: str) -> List[Dict[str, Any]]:
     single = one_worker(url)
     split, *rows = two_workers(url)
@@ -124,4 +183,5 @@ def run(url: str) -> List[Dict[str, Any]]:
         row("fleet", "throughput, two worker processes", split["rate"], "invokes/s", note),
         row("fleet", "two processes / one worker", split["rate"] / single, "", "throughput ratio"),
         *rows,
+        *fleet_of_eight(url),
     ]
