@@ -316,7 +316,7 @@ def test_norfab_internals_are_reached_only_in_norfab_compat():
 
 def test_the_host_is_the_port_the_hermes_side_calls_and_each_protocol_holds_its_implementations():
     """The type checker holds the host to the port the plugin and adapter use, the run to what asking
-    for an approval reads of it, the inbox and the inline prompt to the asking channel, the notifier to
+    for an approval and a tool call read of it, the inbox and the inline prompt to the asking channel, the notifier to
     the approval channel, each tool kind's executor to ToolKind, and both records backends (their
     databases, transactions and reads) to the records' protocols: a method renamed or missing, or a
     signature that drifted, on either side fails here."""
@@ -331,6 +331,7 @@ def test_the_host_is_the_port_the_hermes_side_calls_and_each_protocol_holds_its_
         "from norfab_hermes.worker.approvals.inline import InlinePrompt\n"
         "from norfab_hermes.worker.approvals.request import AskingRun\n"
         "from norfab_hermes.worker.notify.notifier import Notifier\n"
+        "from norfab_hermes.worker.tools.calls import ToolRun\n"
         "from norfab_hermes.worker.tools.change import ChangeRunner\n"
         "from norfab_hermes.worker.tools.kinds import DelegateCalls, NorfabCalls, ToolKind\n"
         "from norfab_hermes.worker.tools.records import RecordsReader\n"
@@ -341,6 +342,8 @@ def test_the_host_is_the_port_the_hermes_side_calls_and_each_protocol_holds_its_
         "def port_of(host: HermesHost) -> HostPort[Run]:\n"
         "    return host\n"
         "def asking(run: Run) -> AskingRun:\n"
+        "    return run\n"
+        "def calling(run: Run) -> ToolRun:\n"
         "    return run\n"
         "def channels(inbox: ApprovalInbox, inline: InlinePrompt) -> List[AskChannel]:\n"
         "    return [inbox, inline]\n"
