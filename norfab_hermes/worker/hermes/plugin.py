@@ -167,8 +167,7 @@ def _call(name: str, args: Dict[str, Any], **_: Any) -> str:
     spec = _spec(host, name) if host is not None else None
     if host is None or spec is None:
         return json.dumps({"ok": False, "error": f"tool {name} is not granted to this agent"})
-    text: str = host.call_tool(spec, args, run, is_interrupted)
-    return text
+    return host.call_tool(spec, args, run, is_interrupted)
 
 
 def install_tools(specs: Dict[str, Dict[str, Any]]) -> None:
