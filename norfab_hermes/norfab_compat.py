@@ -25,7 +25,8 @@ def worker_tasks() -> Dict[str, Dict[str, Any]]:
     """NorFab's process-wide task registry: task name -> {"function", "schema", ...}."""
     from norfab.core.worker import NORFAB_WORKER_TASKS
 
-    return NORFAB_WORKER_TASKS
+    tasks: Dict[str, Dict[str, Any]] = NORFAB_WORKER_TASKS
+    return tasks
 
 
 def answer_unknown_tasks(service: str) -> None:
@@ -38,7 +39,7 @@ def answer_unknown_tasks(service: str) -> None:
     import norfab.core.worker as worker_module
     from norfab.models import Result
 
-    class Registry(dict):
+    class Registry(Dict[str, Dict[str, Any]]):
         def __missing__(self, name: str) -> Dict[str, Any]:
             known = ", ".join(sorted(n for n in self if not n.startswith("_")))
             message = f"task '{name}' is not a task of service '{service}' (its tasks: {known})"

@@ -316,10 +316,12 @@ def test_norfab_internals_are_reached_only_in_norfab_compat():
 
 def test_the_host_is_the_port_the_hermes_side_calls_and_each_protocol_holds_its_implementations():
     """The type checker holds the host to the port the plugin and adapter use, the run to what asking
-    for an approval reads of it, the inbox and the inline prompt to the asking channel, the notifier to
-    the approval channel, and each tool kind's executor to ToolKind: a method renamed or missing, or a
+    for an approval and a tool call read of it, the inbox and the inline prompt to the asking channel, the notifier to
+    the approval channel, each tool kind's executor to ToolKind, and both records backends (their
+    databases, transactions and reads) to the records' protocols: a method renamed or missing, or a
     signature that drifted, on either side fails here."""
     code = (
+        "import sqlite3\n"
         "from typing import List\n"
         "from norfab_hermes.worker.host import HermesHost\n"
         "from norfab_hermes.worker.hermes.port import HostPort\n"
@@ -329,12 +331,19 @@ def test_the_host_is_the_port_the_hermes_side_calls_and_each_protocol_holds_its_
         "from norfab_hermes.worker.approvals.inline import InlinePrompt\n"
         "from norfab_hermes.worker.approvals.request import AskingRun\n"
         "from norfab_hermes.worker.notify.notifier import Notifier\n"
+        "from norfab_hermes.worker.tools.calls import ToolRun\n"
         "from norfab_hermes.worker.tools.change import ChangeRunner\n"
         "from norfab_hermes.worker.tools.kinds import DelegateCalls, NorfabCalls, ToolKind\n"
         "from norfab_hermes.worker.tools.records import RecordsReader\n"
+        "from norfab_hermes.worker.records import pg_batch\n"
+        "from norfab_hermes.worker.records.db import Database\n"
+        "from norfab_hermes.worker.records.pg import PgDatabase\n"
+        "from norfab_hermes.worker.records.statements import Backend, Connection\n"
         "def port_of(host: HermesHost) -> HostPort[Run]:\n"
         "    return host\n"
         "def asking(run: Run) -> AskingRun:\n"
+        "    return run\n"
+        "def calling(run: Run) -> ToolRun:\n"
         "    return run\n"
         "def channels(inbox: ApprovalInbox, inline: InlinePrompt) -> List[AskChannel]:\n"
         "    return [inbox, inline]\n"
@@ -342,6 +351,12 @@ def test_the_host_is_the_port_the_hermes_side_calls_and_each_protocol_holds_its_
         "    return notifier\n"
         "def kinds(a: NorfabCalls, b: ChangeRunner, c: DelegateCalls, d: RecordsReader) -> List[ToolKind]:\n"
         "    return [a, b, c, d]\n"
+        "def sqlite(db: Database) -> Backend[sqlite3.Connection]:\n"
+        "    return db\n"
+        "def postgresql(db: PgDatabase) -> Backend[pg_batch.Connection]:\n"
+        "    return db\n"
+        "def statements(a: sqlite3.Connection, b: pg_batch.Connection, c: pg_batch.Reader) -> List[Connection]:\n"
+        "    return [a, b, c]\n"
     )
     done = subprocess.run(
         [

@@ -11,7 +11,7 @@ operator the entry names).
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Protocol, Tuple
 
 from ..models import parse_operators
 from .grant import granting_key
@@ -62,8 +62,14 @@ def signature_problem(seq: int, data: Dict[str, Any], keys: Optional[Dict[str, s
     return None
 
 
+class Columns(Protocol):
+    """An entry's columns read by name: a dict of an export's line, or a row of the records (either backend's)."""
+
+    def __getitem__(self, name: str, /) -> Any: ...
+
+
 def entry_problems(
-    entry: Mapping[str, Any], text: str, expected: int, prev: str, keys: Optional[Dict[str, str]] = None
+    entry: Columns, text: str, expected: int, prev: str, keys: Optional[Dict[str, str]] = None
 ) -> List[str]:
     """What is wrong with one entry of a chain (a gap before it, its link, its hash, its signature).
 

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from .proof import mint
-from .signatures import signer_for
+from .signatures import Signer, signer_for
 
 KEY_ENV = "NORFAB_HERMES_KEY"  # path of the operator's private key (or its .pub, when ssh-agent holds it)
 
 
-def configured_signer() -> Optional[Any]:
+def configured_signer() -> Optional[Signer]:
     """The signer of ``NORFAB_HERMES_KEY`` (ssh-agent first, then the key file); None when it is not set."""
     path = os.environ.get(KEY_ENV)
     return signer_for(Path(path))[0] if path else None

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from ..models import GrantClaim, describe_validation_error
 from .proof import canonical
-from .signatures import SignatureError, fingerprint, key_blob, sign_with, verify
+from .signatures import SignatureError, Signer, fingerprint, key_blob, sign_with, verify
 
 MAX_GRANT_LIFETIME = 12 * 3600.0  # seconds a grant may be valid for, at most: a shift
 GRANT_LIFETIME = 8 * 3600.0  # what the grant command asks for by default
@@ -52,7 +52,7 @@ class SessionSigner:
         return sign_with(self.key, self.public_blob, message)
 
 
-def make_grant(signer: object, operator: str, session_key: str, console: str, lifetime: float = GRANT_LIFETIME) -> str:
+def make_grant(signer: Signer, operator: str, session_key: str, console: str, lifetime: float = GRANT_LIFETIME) -> str:
     """A grant, signed by ``operator``'s ``signer``, for the session key line ``session_key`` of ``console``."""
     issued = time.time()
     claim = GrantClaim(
@@ -64,7 +64,7 @@ def make_grant(signer: object, operator: str, session_key: str, console: str, li
         nonce=secrets.token_hex(16),
     )
     message = canonical(claim.model_dump())
-    wire = {"grant": claim.model_dump(), "signature": signer.sign(message)}  # type: ignore[attr-defined]
+    wire = {"grant": claim.model_dump(), "signature": signer.sign(message)}
     return base64.urlsafe_b64encode(canonical(wire)).decode()
 
 

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from pydantic import ValidationError
 
 from ..models import ProofClaim, describe_validation_error
-from .signatures import SignatureError
+from .signatures import SignatureError, Signer
 
 MAX_LIFETIME = 300.0  # seconds a proof may be valid for, at most
 LIFETIME = 120.0  # what clients ask for
@@ -32,7 +32,7 @@ def arguments_digest(kwargs: Dict[str, Any]) -> str:
 
 
 def mint(
-    signer: Any,
+    signer: Signer,
     task: str,
     workers: List[str],
     kwargs: Dict[str, Any],

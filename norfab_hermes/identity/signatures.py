@@ -16,7 +16,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Optional, Protocol, Tuple
 
 from cryptography.exceptions import InvalidSignature as CryptoInvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
@@ -120,6 +120,12 @@ def _verify_ecdsa(outer: SshsigSignature, message: bytes) -> None:
         raise SignatureError("the signature does not match the request (ECDSA)") from None
 
 
+class Signer(Protocol):
+    """Signs a message as one operator's key (``KeyFileSigner``, ``AgentSigner``, a console's session key)."""
+
+    def sign(self, message: bytes) -> str: ...
+
+
 @dataclass(frozen=True)
 class KeyFileSigner:
     """Signs in-process with an unencrypted OpenSSH private key file (Ed25519 or ECDSA)."""
@@ -192,7 +198,7 @@ def agent_holds(public_blob: bytes) -> bool:
     return any(key_blob(line) == public_blob for line in listed.stdout.splitlines() if len(line.split()) >= 2)
 
 
-def signer_for(key: Path) -> Tuple[object, str]:
+def signer_for(key: Path) -> Tuple[Signer, str]:
     """The signer for the key at ``key`` (its ``.pub`` beside it): ssh-agent first, then the file; and which."""
     key = Path(key).expanduser()
     public = key if key.suffix == ".pub" else key.with_name(key.name + ".pub")

@@ -8,7 +8,7 @@ commands, and the workers' run records and audit logs.
 from typing import Any, Dict, List, Optional
 
 from . import handover, records
-from .router import BROKER_TIMEOUT, COMMAND_JOB_TIMEOUT, Router, Selector, invoke_job_timeout
+from .router import BROKER_TIMEOUT, COMMAND_JOB_TIMEOUT, Replies, Reply, Router, Selector, invoke_job_timeout
 
 
 class Hermes:
@@ -31,11 +31,11 @@ class Hermes:
         self.client = client
         self.router = Router(client, timeout, signer)
 
-    def agents(self, workers: Selector = None) -> Dict[str, dict]:
+    def agents(self, workers: Selector = None) -> Replies:
         """Agents of the selected workers: ``{worker: Result}``, each result a list of agent summaries."""
         return self.router.agents(workers)
 
-    def status(self, workers: Selector = None) -> Dict[str, dict]:
+    def status(self, workers: Selector = None) -> Replies:
         """Status of the selected workers: ``{worker: Result}``."""
         return self.router.status(workers)
 
@@ -47,7 +47,7 @@ class Hermes:
         workers: Selector = None,
         timeout: Optional[float] = None,
         case_id: Optional[str] = None,
-    ) -> dict:
+    ) -> Reply:
         """
         Run one agent turn on the worker serving ``agent`` (or owning ``session_id``).
 
@@ -71,34 +71,34 @@ class Hermes:
             kwargs["case_id"] = case_id
         return self.router.one("invoke", target, kwargs, timeout=invoke_job_timeout(timeout))
 
-    def approve(self, approval_id: str, note: Optional[str] = None, workers: Selector = None) -> Dict[str, dict]:
+    def approve(self, approval_id: str, note: Optional[str] = None, workers: Selector = None) -> Replies:
         """Approve a waiting call: ``{worker: Result}`` of the worker that knows ``approval_id``.
 
         With operators, the proof signs this approval's change digest, read from the worker first.
         """
         return self.router.decide("approve", approval_id, note, workers)
 
-    def deny(self, approval_id: str, note: Optional[str] = None, workers: Selector = None) -> Dict[str, dict]:
+    def deny(self, approval_id: str, note: Optional[str] = None, workers: Selector = None) -> Replies:
         """Deny a waiting call: ``{worker: Result}`` of the worker that knows ``approval_id``."""
         return self.router.decide("deny", approval_id, note, workers)
 
-    def command(self, agent: str, command: str, session_id: Optional[str] = None, workers: Selector = None) -> dict:
+    def command(self, agent: str, command: str, session_id: Optional[str] = None, workers: Selector = None) -> Reply:
         """Run a native slash command such as ``/usage`` in the agent's (session's) chat."""
         target = self.router.resolve(agent, workers, session_id)
         return self.router.one(
             "command", target, {"command": command, "session_id": session_id}, timeout=COMMAND_JOB_TIMEOUT
         )
 
-    def sessions(self, agent: str, workers: Selector = None, limit: int = 20) -> dict:
+    def sessions(self, agent: str, workers: Selector = None, limit: int = 20) -> Reply:
         """The agent's sessions, newest activity first."""
         return self.router.one("get_sessions", self.router.resolve(agent, workers), {"limit": limit})
 
-    def session(self, agent: str, session_id: str, workers: Selector = None, limit: int = 50) -> dict:
+    def session(self, agent: str, session_id: str, workers: Selector = None, limit: int = 50) -> Reply:
         """One session with its newest messages, from the worker owning it."""
         target = self.router.resolve(agent, workers, session_id)
         return self.router.one("get_session", target, {"session_id": session_id, "limit": limit})
 
-    def interrupt(self, agent: str, run_id: str, workers: Selector = None) -> dict:
+    def interrupt(self, agent: str, run_id: str, workers: Selector = None) -> Reply:
         """Stop a running turn; the invoke returns with stop_reason ``interrupted``."""
         return self.router.one("interrupt", self.router.run_owner(agent, run_id, workers), {"run_id": run_id})
 
@@ -109,7 +109,7 @@ class Hermes:
         target: Optional[str] = None,
         entry: Optional[str] = None,
         workers: Selector = None,
-    ) -> dict:
+    ) -> Reply:
         """The agent's memory and skills (``list``), or ``clear`` a ``target``: memory, user or skills."""
         kwargs = {"action": action, "target": target, "entry": entry}
         return self.router.one("memory", self.router.resolve(agent, workers), {k: v for k, v in kwargs.items() if v})
@@ -121,13 +121,13 @@ class Hermes:
         artifact_id: Optional[str] = None,
         session_id: Optional[str] = None,
         workers: Selector = None,
-    ) -> dict:
+    ) -> Reply:
         """A run's (or session's) artifacts, or one artifact whole."""
         kwargs = {"run_id": run_id, "artifact_id": artifact_id, "session_id": session_id}
         target = self.router.resolve(agent, workers)
         return self.router.one("evidence", target, {k: v for k, v in kwargs.items() if v})
 
-    def report(self, agent: str, session_id: str, workers: Selector = None) -> dict:
+    def report(self, agent: str, session_id: str, workers: Selector = None) -> Reply:
         """An incident note in Markdown from one session, every quote linked to its artifact and digest."""
         target = self.router.resolve(agent, workers, session_id)
         return self.router.one("report", target, {"session_id": session_id})
@@ -142,7 +142,7 @@ class Hermes:
         response_schema: Optional[Dict[str, Any]] = None,
         timeout: Optional[float] = None,
         case_id: Optional[str] = None,
-    ) -> dict:
+    ) -> Reply:
         """
         A shift handover across every selected worker, written by agent ``writer``.
 
@@ -173,12 +173,12 @@ class Hermes:
             case_id=case_id,
         )
 
-    def runs(self, workers: Selector = None, **filters: Any) -> Dict[str, dict]:
+    def runs(self, workers: Selector = None, **filters: Any) -> Replies:
         """Recorded runs of the selected workers, newest first: ``{worker: Result}``, each result a page
         (``runs``, ``total``, ``next_offset``). Filters as the ``get_runs`` task takes them, e.g.
         ``case_id`` for the runs of one case across the workers."""
         return records.runs(self.router, workers, **filters)
 
-    def verify_audit(self, workers: Selector = None) -> Dict[str, dict]:
+    def verify_audit(self, workers: Selector = None) -> Replies:
         """The check of each selected worker's audit log: ``{worker: Result}``."""
         return records.verify_audit(self.router, workers)

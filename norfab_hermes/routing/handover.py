@@ -10,7 +10,7 @@ references to continue from). Client side: no worker module, no Hermes.
 from typing import Any, Dict, List, Optional
 
 from ..models import HandoverBriefing, HandoverMaterial
-from .router import Router, RoutingError, Selector, invoke_job_timeout
+from .router import Reply, Router, RoutingError, Selector, invoke_job_timeout
 
 DEFAULT_REQUEST = "Hand over the unresolved network issues to the next shift."
 BRIEF = (
@@ -93,7 +93,7 @@ def handover(
     response_schema: Optional[Dict[str, Any]] = None,
     timeout: Optional[float] = None,
     case_id: Optional[str] = None,
-) -> dict:
+) -> Reply:
     """
     Gather the handover material from every selected worker and have ``writer`` write the briefing;
     with ``case_id``, of that case only, and the writer's run belongs to the case.

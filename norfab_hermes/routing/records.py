@@ -6,22 +6,22 @@ the whole fleet, including workers that are down: their answers name the
 record, and one answer per record is kept.
 """
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..models import AuditEntry, AuditPage
-from .router import Router, RoutingError, Selector
+from .router import Replies, Reply, Router, RoutingError, Selector
 
 VERIFY_TIMEOUT = 120  # seconds: a worker checks every hash of its audit log
 AUDIT_PAGE = 1000  # entries asked for at a time by an export
 
 
-def runs(routes: Router, workers: Selector = None, **filters: Any) -> Dict[str, dict]:
+def runs(routes: Router, workers: Selector = None, **filters: Any) -> Replies:
     """``get_runs`` Result dicts of the selected workers, by worker (filters left out when None)."""
     kwargs = {k: v for k, v in filters.items() if v is not None}
     return one_per_record(routes.call("get_runs", routes.select(workers), kwargs))
 
 
-def audit(routes: Router, worker: str, after: int = 0, **filters: Any) -> dict:
+def audit(routes: Router, worker: str, after: int = 0, **filters: Any) -> Reply:
     """One page of ``worker``'s audit log after sequence number ``after``: its Result dict."""
     kwargs = {"after": after, **{k: v for k, v in filters.items() if v is not None}}
     reply = routes.call("get_audit", [worker], kwargs)
@@ -35,7 +35,7 @@ def export(routes: Router, workers: Selector = None, **filters: Any) -> Tuple[Li
     record), and how many came from each worker; RoutingError naming the worker whose page failed."""
     entries: List[AuditEntry] = []
     counts: Dict[str, int] = {}
-    shared: set = set()  # records read already: the workers sharing one give one chain
+    shared: Set[Optional[str]] = set()  # records read already: the workers sharing one give one chain
     for worker in routes.select(workers):
         after = 0
         while True:
@@ -55,20 +55,20 @@ def export(routes: Router, workers: Selector = None, **filters: Any) -> Tuple[Li
     return entries, counts
 
 
-def verify_audit(routes: Router, workers: Selector = None) -> Dict[str, dict]:
+def verify_audit(routes: Router, workers: Selector = None) -> Replies:
     """``verify_audit`` Result dicts of the selected workers, by worker."""
     replies = routes.call("verify_audit", routes.select(workers), timeout=max(routes.timeout, VERIFY_TIMEOUT))
     return one_per_record(replies)
 
 
-def record_of(res: Optional[dict]) -> Optional[str]:
+def record_of(res: Optional[Reply]) -> Optional[str]:
     """The shared record a Result dict answered from; None for a worker's own record or a failure."""
     res = res or {}
     result = res.get("result")
     return result.get("record") if isinstance(result, dict) and not res.get("failed") else None
 
 
-def one_per_record(replies: Dict[str, dict]) -> Dict[str, dict]:
+def one_per_record(replies: Replies) -> Replies:
     """The replies, those of workers sharing a record counted once (the first worker's, by name)."""
     seen, kept = set(), {}
     for worker, res in sorted(replies.items()):

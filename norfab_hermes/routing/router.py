@@ -58,14 +58,16 @@ COMMAND_JOB_TIMEOUT = 90  # the worker gives a native command 60 s
 SESSION_HISTORY = 200  # newest invoke jobs of this client searched for a session's last worker
 
 Selector = Union[None, str, List[str]]
+Reply = Dict[str, Any]  # one worker's NorFab Result, as the client's run_job hands it back (a dict)
+Replies = Dict[str, Reply]  # by worker
 
 
-def _unknown_here(res: Optional[dict]) -> bool:
+def _unknown_here(res: Optional[Reply]) -> bool:
     """No answer, or an answer that the id belongs to some other worker (its error code)."""
     return res is None or error_code(res) in NOT_HERE
 
 
-def _no_answer(task: str, worker: str) -> Dict[str, dict]:
+def _no_answer(task: str, worker: str) -> Replies:
     message = f"hermes worker '{worker}' did not answer {task}: it left the broker; check 'show workers'"
     return {worker: {"failed": True, "errors": [message], "result": None, "status": "no answer"}}
 
@@ -165,7 +167,7 @@ class Router:
         kwargs: Optional[Dict[str, Any]] = None,
         timeout: Optional[float] = None,
         subject: Optional[str] = None,
-    ) -> Dict[str, dict]:
+    ) -> Replies:
         """Run a hermes task quietly on explicit workers; returns NorFab Result dicts by worker.
 
         NorFab fails a whole job when a worker it went to leaves the broker before answering (a
@@ -183,29 +185,30 @@ class Router:
 
     def _job(
         self, task: str, workers: List[str], kwargs: Dict[str, Any], timeout: Optional[float], subject: Optional[str]
-    ) -> Optional[Dict[str, dict]]:
-        return self.client.run_job(
+    ) -> Optional[Replies]:
+        replies: Optional[Replies] = self.client.run_job(
             SERVICE,
             task,
             kwargs=self.signed(task, workers, kwargs, subject),
             workers=list(workers),
             timeout=timeout or self.timeout,
         )
+        return replies
 
     def one(
         self, task: str, target: Target, kwargs: Optional[Dict[str, Any]] = None, timeout: Optional[float] = None
-    ) -> dict:
+    ) -> Reply:
         """Run a hermes task for ``target``'s agent on its worker; that worker's Result dict."""
         reply = self.call(task, [target.worker], {"agent": target.agent, **(kwargs or {})}, timeout)
         if target.worker not in reply:
             raise RoutingError(f"hermes worker '{target.worker}' did not answer {task}")
         return reply[target.worker]
 
-    def agents(self, workers: Selector = None) -> Dict[str, dict]:
+    def agents(self, workers: Selector = None) -> Replies:
         """``get_agents`` Result dicts of the selected workers, by worker."""
         return self.call("get_agents", self.select(workers))
 
-    def status(self, workers: Selector = None) -> Dict[str, dict]:
+    def status(self, workers: Selector = None) -> Replies:
         """``get_status`` Result dicts of the selected workers, by worker."""
         return self.call("get_status", self.select(workers))
 
@@ -310,7 +313,7 @@ class Router:
             f"run '{run_id}' is not running on any hermes worker serving agent '{agent}' (asked {', '.join(hosting)})"
         )
 
-    def run_state(self, agent: str, run_id: str, workers: Selector = None, offset: int = 0) -> Tuple[Target, dict]:
+    def run_state(self, agent: str, run_id: str, workers: Selector = None, offset: int = 0) -> Tuple[Target, Reply]:
         """``get_run`` of ``run_id`` from the worker that knows it, running or finished; (its target, its Result)."""
         hosting = self.hosting(agent, workers)
         replies = self.call("get_run", hosting, {"agent": agent, "run_id": run_id, "offset": offset})
@@ -330,9 +333,7 @@ class Router:
             f"(asked {', '.join(hosting)}); a worker keeps its runs' records for its records.keep_days"
         )
 
-    def decide(
-        self, task: str, approval_id: str, note: Optional[str] = None, workers: Selector = None
-    ) -> Dict[str, dict]:
+    def decide(self, task: str, approval_id: str, note: Optional[str] = None, workers: Selector = None) -> Replies:
         """
         ``approve`` or ``deny`` on every selected worker; the Result of the one that knows the id, by worker.
 
@@ -348,7 +349,7 @@ class Router:
             "see the pending ones with 'hermes approvals'",
         )
 
-    def acknowledge(self, outcome_id: str, note: Optional[str] = None, workers: Selector = None) -> Dict[str, dict]:
+    def acknowledge(self, outcome_id: str, note: Optional[str] = None, workers: Selector = None) -> Replies:
         """
         ``acknowledge_outcome`` on every selected worker; the Result of the one that knows the id, by worker.
 
@@ -375,7 +376,7 @@ class Router:
 
     def _known_one(
         self, task: str, kwargs: Dict[str, Any], note: Optional[str], workers: Selector, unknown: str
-    ) -> Dict[str, dict]:
+    ) -> Replies:
         """A task about an id only its worker knows, sent to every selected worker: the answers of those that know it."""
         asked = self.select(workers)
         if note is not None:

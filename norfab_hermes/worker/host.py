@@ -119,7 +119,11 @@ class HermesHost(HostOperations):
             self.tools,
             self.delegator,
             self.stopping,
-            Storm(worker_name, self.records.deduplicate, self.records.db.holding if self.records.shared else unshared),
+            Storm(
+                worker_name,
+                self.records.deduplicate,
+                fleet.holding if (fleet := self.records.fleet) is not None else unshared,
+            ),
             self.daily,
             self.records.note,
         )

@@ -424,7 +424,7 @@ def device_model(folder: str) -> Dict[str, object]:
     """
     path = Path(folder)
     network = Network.model_validate_json((path / NETWORK_FILE).read_text())
-    seen: Dict[str, object] = {}
+    seen: Dict[float, Optional[BenchScenario]] = {}  # the scenario file's modification time: what it said
 
     def current() -> Tuple[Optional[BenchScenario], float]:
         scenario_path = path / SCENARIO_FILE
@@ -432,9 +432,10 @@ def device_model(folder: str) -> Dict[str, object]:
             written = scenario_path.stat().st_mtime
         except FileNotFoundError:
             return None, 0.0
-        if seen.get("written") != written:
-            seen.update(written=written, scenario=scenario_of(scenario_path.read_text()))
-        return seen.get("scenario"), time.time() - written  # type: ignore[return-value]
+        if written not in seen:
+            seen.clear()
+            seen[written] = scenario_of(scenario_path.read_text())
+        return seen[written], time.time() - written
 
     class BenchDevice:
         def __init__(self, configuration_file: Optional[str] = None) -> None:

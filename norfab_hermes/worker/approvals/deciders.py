@@ -46,7 +46,7 @@ def _identity_refusal(
             f"the proof of this decision signs digest '{subject}', not approval '{request.approval_id}''s "
             f"'{expected}': sign the decision for the change get_approvals shows"
         )
-    found = identity.refusal(by, "approver", request.agent, what)
+    found: Optional[str] = identity.refusal(by, "approver", request.agent, what)
     if found is None and approve and by == request.requested_by:
         found = (
             f"operator '{by}' started run {request.run_id} and may not approve its own change (four eyes): "

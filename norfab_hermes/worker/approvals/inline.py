@@ -5,13 +5,13 @@ device text indented and marked; the answer is recorded like an inbox decision.
 """
 
 import json
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 from .inbox import ApprovalInbox
 from .request import Ask, AskingRun, Verdict
 
 # ask(session_key, question, default, metadata): the run's operator's answer, or PermissionError
-AskOperator = Callable[[str, str, Any, dict], Any]
+AskOperator = Callable[[str, str, Any, Dict[str, Any]], Any]
 
 
 class InlinePrompt:
@@ -28,7 +28,7 @@ class InlinePrompt:
             f"Agent '{ask.agent}' wants to {what} {ask.tool} ({ask.task}) "
             f"with {json.dumps(ask.arguments, sort_keys=True)}. Allow?"
         )
-        metadata: dict = {"approval": {"tool": ask.tool, "arguments": ask.arguments}}
+        metadata: Dict[str, Any] = {"approval": {"tool": ask.tool, "arguments": ask.arguments}}
         if change:
             question = f"{change.shown()}\n{question}"
             metadata["approval"].update(digest=change.digest, devices=change.devices, preview=change.preview)

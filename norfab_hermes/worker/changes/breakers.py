@@ -10,7 +10,7 @@ is kept on disk), until ``reset_breaker``.
 
 import threading
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ...errors import InvalidRequest
 from ...models import BreakerState, now_iso
@@ -23,7 +23,7 @@ class Breakers:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._states: Dict[str, dict] = store.load(path, {})
+        self._states: Dict[str, Dict[str, Any]] = store.load(path, {})
 
     def refusal(self, agent: str) -> Optional[str]:
         with self._lock:
@@ -67,7 +67,7 @@ class Breakers:
             ]
 
     @staticmethod
-    def _state(agent: str, state: dict, threshold: int) -> BreakerState:
+    def _state(agent: str, state: Dict[str, Any], threshold: int) -> BreakerState:
         return BreakerState(
             agent=agent,
             failures=state.get("failures", 0),

@@ -15,7 +15,7 @@ import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from ...errors import InvalidRequest, UnknownArtifact
 from ...models import ARTIFACT_ID, Artifact, ArtifactSummary, EvidenceResultData, now_iso
@@ -140,7 +140,7 @@ class EvidenceStore:
         found = self.artifacts(agent, run_id=run_id, session_id=session_id)
         return EvidenceResultData(agent=agent, worker=worker, artifacts=found)
 
-    def texts(self, agent: str, artifacts: List[ArtifactSummary]) -> dict:
+    def texts(self, agent: str, artifacts: List[ArtifactSummary]) -> Dict[str, str]:
         """artifact id -> text, for those still on disk."""
         found = {}
         for summary in artifacts:

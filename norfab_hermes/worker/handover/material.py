@@ -153,7 +153,7 @@ class Handover:
                 continue
             session = self.sessions.get(agent, summary.session_id, 500)
             artifacts = self.evidence.artifacts(agent, session_id=summary.session_id)
-            actions: Dict[tuple, HandoverAction] = {}
+            actions: Dict[Tuple[str, Optional[str], Optional[str]], HandoverAction] = {}
             for a in artifacts:
                 if a.approved_by:
                     actions.setdefault(
@@ -183,7 +183,7 @@ class Handover:
             )
         return found
 
-    def _scheduled_sessions(self, agents: List[str]) -> set:
+    def _scheduled_sessions(self, agents: List[str]) -> Set[str]:
         """Sessions of scheduled runs: they are handed over as findings."""
         return {
             run.session_id

@@ -119,7 +119,7 @@ class NorfabAdapter(BasePlatformAdapter):
         self,
         chat_id: str,
         question: str,
-        choices: Optional[list],
+        choices: Optional[List[Any]],
         clarify_id: str,
         session_key: str,
         metadata: Optional[Dict[str, Any]] = None,

@@ -50,13 +50,13 @@ def make_runner() -> Any:
     from gateway.run import GatewayRunner
 
     class NorfabGatewayRunner(GatewayRunner):
-        def _set_session_env(self, context: Any) -> list:
+        def _set_session_env(self, context: Any) -> List[Any]:
             # The gateway reads the channel's async-delivery flag from its default-profile
             # adapters, which a hermes worker has none of. A run ends with its NorFab job:
             # nothing may arrive after it, so delegations run inside the turn (and its budgets).
             from gateway.session_context import declare_stateless_channel
 
-            tokens = super()._set_session_env(context)
+            tokens: List[Any] = super()._set_session_env(context)
             declare_stateless_channel()
             return tokens
 
@@ -68,7 +68,7 @@ def make_runner() -> Any:
             pass
 
         async def _run_agent(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
-            result = await super()._run_agent(*args, **kwargs)
+            result: Dict[str, Any] = await super()._run_agent(*args, **kwargs)
             key = kwargs.get("session_key")
             if key and isinstance(result, dict):
                 self.turn_results[key] = result
@@ -150,12 +150,14 @@ def session_key(chat_id: str, profile: str) -> str:
     """The gateway's session key for a NorFab chat of ``profile``."""
     from gateway.session import build_session_key
 
-    return build_session_key(message_source(chat_id, profile), profile=profile)
+    key: str = build_session_key(message_source(chat_id, profile), profile=profile)
+    return key
 
 
 def chat_session(runner: Any, key: str) -> Optional[str]:
     """The session id a gateway chat is on now."""
-    return runner.session_store.peek_session_id(key)
+    session_id: Optional[str] = runner.session_store.peek_session_id(key)
+    return session_id
 
 
 def bind_chat(runner: Any, key: str, session_id: str) -> None:
@@ -316,7 +318,8 @@ def current_session_key() -> str:
     """The gateway session key of the turn this thread works for ('' outside any turn)."""
     from gateway.session_context import get_session_env
 
-    return get_session_env("HERMES_SESSION_KEY", "")
+    key: str = get_session_env("HERMES_SESSION_KEY", "")
+    return key
 
 
 # Hermes' cron, for hermes/cron.py: the private helpers it reuses rather than copies
@@ -325,7 +328,8 @@ def current_session_key() -> str:
 def cron_grace_seconds(schedule: Dict[str, Any]) -> int:
     from cron.jobs import _compute_grace_seconds
 
-    return _compute_grace_seconds(schedule)
+    seconds: int = _compute_grace_seconds(schedule)
+    return seconds
 
 
 def cron_now() -> Any:
@@ -338,10 +342,12 @@ def cron_now() -> Any:
 def cron_job_prompt(raw: Dict[str, Any]) -> Optional[str]:
     from cron.scheduler import _build_job_prompt
 
-    return _build_job_prompt(raw)
+    prompt: Optional[str] = _build_job_prompt(raw)
+    return prompt
 
 
 def cron_is_silent(text: str) -> bool:
     from cron.scheduler import _is_cron_silence_response
 
-    return _is_cron_silence_response(text)
+    silent: bool = _is_cron_silence_response(text)
+    return silent

@@ -108,14 +108,16 @@ def trigger(home: Path, job_id: str) -> Optional[CronJob]:
 
 def remove(home: Path, job_id: str) -> bool:
     with store(home) as jobs:
-        return jobs.remove_job(job_id)
+        removed: bool = jobs.remove_job(job_id)
+        return removed
 
 
 def parse_schedule(text: str) -> Dict[str, Any]:
     """Hermes' reading of a schedule: ``every 5m``, a cron expression, ``30m`` or an ISO time."""
     from cron.jobs import parse_schedule as parse
 
-    return parse(text)
+    parsed: Dict[str, Any] = parse(text)
+    return parsed
 
 
 def grace_seconds(schedule: Dict[str, Any]) -> int:
@@ -126,12 +128,14 @@ def grace_seconds(schedule: Dict[str, Any]) -> int:
 def next_run(schedule: Dict[str, Any], after: str) -> Optional[str]:
     from cron.jobs import compute_next_run
 
-    return compute_next_run(schedule, after)
+    due: Optional[str] = compute_next_run(schedule, after)
+    return due
 
 
 def now() -> datetime:
     """Hermes' clock, in its configured time zone."""
-    return compat.cron_now()
+    now: datetime = compat.cron_now()
+    return now
 
 
 def tick(home: Path, adapters: Dict[Any, Any], loop: Any) -> int:
@@ -139,7 +143,8 @@ def tick(home: Path, adapters: Dict[Any, Any], loop: Any) -> int:
     from cron import scheduler
 
     with store(home):
-        return scheduler.tick(verbose=False, adapters=adapters, loop=loop, sync=False)
+        ran: int = scheduler.tick(verbose=False, adapters=adapters, loop=loop, sync=False)
+        return ran
 
 
 def job_prompt(scheduled: CronJob) -> Optional[str]:
@@ -162,7 +167,7 @@ def run_jobs_with(execute: Callable[[CronJob], CronOutcome]) -> None:
     """
     from cron import scheduler
 
-    def run_job(raw: Dict[str, Any], *, defer_agent_teardown: Optional[list] = None) -> CronOutcome:
+    def run_job(raw: Dict[str, Any], *, defer_agent_teardown: Optional[List[Any]] = None) -> CronOutcome:
         return execute(job(raw))
 
     scheduler.run_job = run_job
@@ -171,4 +176,5 @@ def run_jobs_with(execute: Callable[[CronJob], CronOutcome]) -> None:
 def active_profile() -> str:
     from hermes_cli.profiles import get_active_profile_name
 
-    return get_active_profile_name()
+    profile: str = get_active_profile_name()
+    return profile

@@ -11,7 +11,7 @@ import functools
 import os
 import threading
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional
 
 CA_VARIABLES = ("HERMES_CA_BUNDLE", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_DIR")
 
@@ -132,7 +132,8 @@ def _cheaper_config_copies() -> None:
     def load_config() -> Dict[str, Any]:
         cached = config.load_config_readonly()
         try:
-            return pickle.loads(pickle.dumps(cached, pickle.HIGHEST_PROTOCOL))
+            copied: Dict[str, Any] = pickle.loads(pickle.dumps(cached, pickle.HIGHEST_PROTOCOL))
+            return copied
         except Exception:  # not plain data after all
             return copy.deepcopy(cached)
 
@@ -320,7 +321,7 @@ def per_profile_iterations(iterations_for: Any) -> None:
     import gateway.run as gateway_run
     from hermes_constants import get_hermes_home
 
-    read_root = gateway_run._current_max_iterations
+    read_root: Callable[[], int] = gateway_run._current_max_iterations
 
     def current_max_iterations() -> int:
         # a served profile's scope is <root>/profiles/<agent>: read from the path (Hermes' own

@@ -12,7 +12,7 @@ workers.
 import functools
 import json
 import logging
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from ...models import BLOCKED_COMMANDS, ToolCallSummary, arguments_digest
 from ...safety.redact import redact
@@ -36,7 +36,7 @@ def agent_toolset(agent: str) -> str:
     return f"norfab-agent-{agent}"
 
 
-def _current() -> tuple:
+def _current() -> Tuple[Optional[port.HostPort[Any]], Optional[port.RunPort]]:
     """The host and the run of the session this agent thread works for (either may be None)."""
     host = port.current()
     if host is None:
@@ -44,7 +44,7 @@ def _current() -> tuple:
     return host, host.run_for_session_key(current_session_key())
 
 
-def _guard_commands(event: Any = None, **_: Any) -> Optional[dict]:
+def _guard_commands(event: Any = None, **_: Any) -> Optional[Dict[str, Any]]:
     command = event.get_command() if event is not None else None
     if command in BLOCKED_COMMANDS:
         return {"action": "skip", "reason": f"/{command} is disabled in NorFab hermes workers"}
@@ -53,20 +53,20 @@ def _guard_commands(event: Any = None, **_: Any) -> Optional[dict]:
 
 def _on_model_request(model: Any = None, approx_input_tokens: Any = 0, **_: Any) -> None:
     host, run = _current()
-    if run is not None:
+    if host is not None and run is not None:
         host.tune_agent(run)
         # before the request leaves: the run refuses it when it would pass a token or cost budget
         run.expect_request(str(model) if model else None, int(approx_input_tokens or 0))
 
 
 def _on_model_answer(model: Any = None, usage: Any = None, **_: Any) -> None:
-    _, run = _current()
+    run = _current()[1]
     if run is not None:
         counted = compat.model_usage(model, usage)
         run.count_usage(counted.model, counted.prompt_tokens, counted.completion_tokens)
 
 
-def _guard_tools(tool_name: str = "", **_: Any) -> Optional[dict]:
+def _guard_tools(tool_name: str = "", **_: Any) -> Optional[Dict[str, Any]]:
     """Refuse a Hermes tool that reaches the worker host unless granted to the active profile."""
     from hermes_cli.profiles import get_active_profile_name
 
@@ -83,7 +83,7 @@ def _guard_tools(tool_name: str = "", **_: Any) -> Optional[dict]:
     return {"action": "block", "message": f"{reason}; the call was not made"} if reason else None
 
 
-def _redact_saved(tool_name: str = "", args: Any = None, **_: Any) -> Optional[dict]:
+def _redact_saved(tool_name: str = "", args: Any = None, **_: Any) -> Optional[Dict[str, Any]]:
     """What an agent saves to its memory or skills is redacted like every other output."""
     if tool_name not in SAVING_TOOLS or not isinstance(args, dict):
         return None
@@ -95,7 +95,7 @@ def _redact_saved(tool_name: str = "", args: Any = None, **_: Any) -> Optional[d
 def _on_provider_error(
     status_code: Any = None, retry_count: Any = None, reason: Any = None, error: Any = None, **_: Any
 ) -> None:
-    _, run = _current()
+    run = _current()[1]
     if run is not None:
         message = (error or {}).get("message") if isinstance(error, dict) else error
         run.provider_errors.append(
@@ -107,11 +107,12 @@ def _is_norfab_tool(name: str) -> bool:
     # NorFab tools report their own, richer events and call summaries
     from tools.registry import registry
 
-    return registry.get_toolset_for_tool(name) == REGISTRY_TOOLSET
+    toolset: Optional[str] = registry.get_toolset_for_tool(name)
+    return toolset == REGISTRY_TOOLSET
 
 
 def _on_tool_started(tool_name: str = "", **_: Any) -> None:
-    _, run = _current()
+    run = _current()[1]
     if run is not None and not _is_norfab_tool(tool_name):
         run.event(f"tool {tool_name} started", resource=[tool_name])
 
@@ -124,7 +125,7 @@ def _on_tool_finished(
     error_message: Any = None,
     **_: Any,
 ) -> None:
-    _, run = _current()
+    run = _current()[1]
     if run is None or _is_norfab_tool(tool_name):
         return
     failed = str(status or "").lower() in ("error", "failed", "blocked")
@@ -146,7 +147,7 @@ def _on_tool_finished(
     )
 
 
-def _spec(host: Any, name: str) -> Optional[Any]:
+def _spec(host: port.HostPort[Any], name: str) -> Optional[Any]:
     """The active profile's definition of tool ``name`` (tools run inside the profile's scope)."""
     from hermes_cli.profiles import get_active_profile_name
 
@@ -164,7 +165,7 @@ def _call(name: str, args: Dict[str, Any], **_: Any) -> str:
 
     host, run = _current()
     spec = _spec(host, name) if host is not None else None
-    if spec is None:
+    if host is None or spec is None:
         return json.dumps({"ok": False, "error": f"tool {name} is not granted to this agent"})
     return host.call_tool(spec, args, run, is_interrupted)
 

@@ -14,11 +14,13 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable, Coroutine, Dict, Iterable, Optional
+from typing import Any, Callable, Coroutine, Dict, Iterable, List, Optional, TypeVar
 
 from ..files import write_config, write_file
 from . import compat, log_split, patches
 from .gateway import Gateway
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ class HermesRuntime:
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._runner: Any = None  # Hermes' GatewayRunner: reached through ``gateway`` only
         self._gateway: Optional[Gateway] = None
-        self.warnings: list = []
+        self.warnings: List[str] = []
         self._thread: Optional[threading.Thread] = None
         self._started = threading.Event()
         self._start_error: Optional[str] = None
@@ -121,7 +123,7 @@ class HermesRuntime:
             raise RuntimeError(f"the Hermes gateway of worker {self.worker_name} is not started")
         return self._gateway
 
-    def submit(self, coroutine: Coroutine) -> concurrent.futures.Future:
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
         """Run ``coroutine`` on the gateway loop; wait on the returned future from any thread."""
         if self.loop is None:
             raise RuntimeError(f"the Hermes gateway of worker {self.worker_name} is not started")
@@ -129,7 +131,7 @@ class HermesRuntime:
 
     def send(
         self, agent: str, text: str, chat_id: str, on_text: Optional[Callable[[str, str], None]] = None
-    ) -> concurrent.futures.Future:
+    ) -> "concurrent.futures.Future[Any]":
         """Send ``text`` to the agent's gateway chat; the future gives the finished adapter turn."""
 
         async def turn() -> Any:

@@ -27,7 +27,7 @@ IDLE = 5.0  # seconds a channel with nothing to send sleeps before it looks agai
 
 def retry_after(attempts: int) -> float:
     """Seconds before the next try of a message that failed ``attempts`` times."""
-    return min(FIRST_RETRY * 2 ** max(attempts - 1, 0), LAST_RETRY)
+    return min(FIRST_RETRY * 2.0 ** max(attempts - 1, 0), LAST_RETRY)
 
 
 class ChannelDelivery:

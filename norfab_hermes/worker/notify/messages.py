@@ -8,7 +8,7 @@ change's preview) is cut, and every channel escapes it for its own format.
 
 import hashlib
 import uuid
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ...models import ApprovalInfo, ChangeRecord, OutcomeUnknown, ScheduleRun, now_iso
 from .channel import Message
@@ -21,7 +21,7 @@ def _message(kind: str, key: str, agent: str, worker: str, summary: str, referen
     return Message(uuid.uuid4().hex, kind, key, agent, worker, summary, reference, now_iso(), **fields)
 
 
-def cut_diff(preview: dict, reference: str) -> Optional[str]:
+def cut_diff(preview: Dict[str, Any], reference: str) -> Optional[str]:
     """A change's preview per device, at most DIFF_LINES lines, saying where the whole is."""
     lines: List[str] = []
     for device, text in preview.items():

@@ -3,13 +3,13 @@ Approval records: every approval a run asked for, as it stands now
 (pending, then approved, denied or expired, with who decided, when and why).
 """
 
-import sqlite3
 from typing import List, Optional
 
 from ...models import ApprovalInfo
+from .statements import Connection
 
 
-def save(db: sqlite3.Connection, info: ApprovalInfo) -> None:
+def save(db: Connection, info: ApprovalInfo) -> None:
     db.execute(
         "INSERT INTO approvals (approval_id, run_id, agent, state, requested, decided_by, info) "
         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (approval_id) DO UPDATE SET "
@@ -26,17 +26,17 @@ def save(db: sqlite3.Connection, info: ApprovalInfo) -> None:
     )
 
 
-def get(db: sqlite3.Connection, approval_id: str) -> Optional[ApprovalInfo]:
+def get(db: Connection, approval_id: str) -> Optional[ApprovalInfo]:
     row = db.execute("SELECT info FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
     return ApprovalInfo.model_validate_json(row["info"]) if row else None
 
 
-def of_run(db: sqlite3.Connection, run_id: str) -> List[ApprovalInfo]:
+def of_run(db: Connection, run_id: str) -> List[ApprovalInfo]:
     rows = db.execute("SELECT info FROM approvals WHERE run_id = ? ORDER BY requested", (run_id,)).fetchall()
     return [ApprovalInfo.model_validate_json(row["info"]) for row in rows]
 
 
-def pending(db: sqlite3.Connection, worker: str) -> List[ApprovalInfo]:
+def pending(db: Connection, worker: str) -> List[ApprovalInfo]:
     """The pending approvals of ``worker``'s runs."""
     rows = db.execute(
         "SELECT info FROM approvals WHERE state = 'pending' AND run_id IN (SELECT run_id FROM runs WHERE worker = ?) "
@@ -46,6 +46,6 @@ def pending(db: sqlite3.Connection, worker: str) -> List[ApprovalInfo]:
     return [ApprovalInfo.model_validate_json(row["info"]) for row in rows]
 
 
-def prune(db: sqlite3.Connection) -> int:
+def prune(db: Connection) -> int:
     """Delete the approvals of runs no longer kept."""
     return db.execute("DELETE FROM approvals WHERE run_id NOT IN (SELECT run_id FROM runs)").rowcount

@@ -12,11 +12,11 @@ pruned one, so the chain still starts from a known link.
 """
 
 import json
-import sqlite3
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ...identity.audit import canonical, entry_hash, entry_problems
 from ...models import AuditEntry, AuditPage, AuditVerifyData, now_iso
+from .statements import Connection, Row
 
 GENESIS = "0" * 64  # the link before the first entry
 PROBLEMS_SHOWN = 100
@@ -25,12 +25,12 @@ VERIFY_BATCH = 5000
 COLUMNS = "seq, time, worker, kind, agent, run_id, actor, data, prev, hash"
 
 
-def anchor(db: sqlite3.Connection, name: str) -> Tuple[int, str]:
+def anchor(db: Connection, name: str) -> Tuple[int, str]:
     row = db.execute("SELECT seq, hash FROM audit_anchor WHERE name = ?", (name,)).fetchone()
     return (row["seq"], row["hash"]) if row else (0, GENESIS)
 
 
-def set_anchor(db: sqlite3.Connection, name: str, seq: int, hash_: str) -> None:
+def set_anchor(db: Connection, name: str, seq: int, hash_: str) -> None:
     db.execute(
         "INSERT INTO audit_anchor (name, seq, hash) VALUES (?, ?, ?) "
         "ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
@@ -42,7 +42,7 @@ class ChainMoved(Exception):
     """Another worker appended to the shared chain since this one last did: write again after the new head."""
 
 
-def head(db: sqlite3.Connection) -> Tuple[int, str]:
+def head(db: Connection) -> Tuple[int, str]:
     """Where the chain ends (sequence number, hash): its head anchor, else its last entry, else the last
     pruned link (a log whose head anchor is missing continues from its last entry)."""
     seq, prev = anchor(db, "head")
@@ -71,20 +71,20 @@ def entry(
     return (seq, time, worker, kind, agent, run_id, actor, text, prev, digest)
 
 
-def insert(db: sqlite3.Connection, row: Tuple[Any, ...]) -> Tuple[int, str]:
+def insert(db: Connection, row: Tuple[Any, ...]) -> Tuple[int, str]:
     """Write an entry ``entry`` made; the chain's new head (sequence number, hash)."""
     db.execute(f"INSERT INTO audit ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
     return row[0], row[-1]
 
 
-def append(db: sqlite3.Connection, worker: str, kind: str, *args: Any, **kwargs: Any) -> int:
+def append(db: Connection, worker: str, kind: str, *args: Any, **kwargs: Any) -> int:
     """Append one entry after the chain's head inside the caller's transaction; its sequence number."""
     seq, digest = insert(db, entry(head(db), worker, kind, *args, **kwargs))
     set_anchor(db, "head", seq, digest)
     return seq
 
 
-def _entry(row: sqlite3.Row) -> AuditEntry:
+def _entry(row: Row) -> AuditEntry:
     return AuditEntry(
         seq=row["seq"],
         time=row["time"],
@@ -100,7 +100,7 @@ def _entry(row: sqlite3.Row) -> AuditEntry:
 
 
 def page(
-    db: sqlite3.Connection,
+    db: Connection,
     after: int,
     limit: int,
     agent: Optional[str] = None,
@@ -110,7 +110,8 @@ def page(
     until: Optional[str] = None,
 ) -> AuditPage:
     """Entries after sequence number ``after``, oldest first, matching the filters."""
-    where, params = ["seq > ?"], [after]
+    where: List[str] = ["seq > ?"]
+    params: List[Any] = [after]
     for column, value in (("agent", agent), ("run_id", run_id), ("kind", kind)):
         if value is not None:
             where.append(f"{column} = ?")
@@ -128,18 +129,19 @@ def page(
     return AuditPage(entries=entries, next_after=entries[-1].seq if len(rows) > limit else None)
 
 
-def _rows(db: sqlite3.Connection) -> Iterator[sqlite3.Row]:
+def _rows(db: Connection) -> Iterator[Row]:
     after = 0
     while True:
-        rows = db.execute(f"SELECT {COLUMNS} FROM audit WHERE seq > ? ORDER BY seq LIMIT ?", (after, VERIFY_BATCH))
-        rows = rows.fetchall()
+        rows = db.execute(
+            f"SELECT {COLUMNS} FROM audit WHERE seq > ? ORDER BY seq LIMIT ?", (after, VERIFY_BATCH)
+        ).fetchall()
         yield from rows
         if len(rows) < VERIFY_BATCH:
             return
         after = rows[-1]["seq"]
 
 
-def verify(db: sqlite3.Connection, worker: str, keys: Optional[Dict[str, str]] = None) -> AuditVerifyData:
+def verify(db: Connection, worker: str, keys: Optional[Dict[str, str]] = None) -> AuditVerifyData:
     """Check every link and hash of the chain, from the last pruned entry to the head, and every
     operator's signature an entry keeps (against ``keys``, fingerprint to operator, when given)."""
     problems: List[str] = []
@@ -172,7 +174,7 @@ def verify(db: sqlite3.Connection, worker: str, keys: Optional[Dict[str, str]] =
     )
 
 
-def prune(db: sqlite3.Connection, cutoff: str, keep: int) -> int:
+def prune(db: Connection, cutoff: str, keep: int) -> int:
     """Delete entries older than ``cutoff`` or beyond the newest ``keep``, keeping the link; how many."""
     by_age = db.execute("SELECT max(seq) FROM audit WHERE time < ?", (cutoff,)).fetchone()[0] or 0
     head = db.execute("SELECT max(seq) FROM audit").fetchone()[0] or 0

@@ -7,13 +7,13 @@ proof: each worker it names takes it once, for that job only. The table is
 migration 0005's (``migrations/0005_proof_nonces.sql``).
 """
 
-import sqlite3
 from typing import Optional
 
 from ...identity.gate import REPLAYED
+from .statements import Connection
 
 
-def first_use(db: sqlite3.Connection, nonce: str, worker: str, job: str, expires: float) -> Optional[str]:
+def first_use(db: Connection, nonce: str, worker: str, job: str, expires: float) -> Optional[str]:
     """Take ``nonce`` for ``worker``'s ``job``; why it may not be taken (seen before, or by another job), or None."""
     taken = db.execute(
         "INSERT INTO proof_nonces (nonce, worker, job, expires) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -29,6 +29,6 @@ def first_use(db: sqlite3.Connection, nonce: str, worker: str, job: str, expires
     return None
 
 
-def prune(db: sqlite3.Connection, now: float) -> int:
+def prune(db: Connection, now: float) -> int:
     """Forget the nonces of expired proofs: an expired proof is refused on its expiry alone."""
     return db.execute("DELETE FROM proof_nonces WHERE expires <= ?", (now,)).rowcount

@@ -5,11 +5,12 @@ fleet's record (PostgreSQL) the claim holds across the group's workers; with
 a worker's own SQLite file it holds only on that worker.
 """
 
-import sqlite3
 import time
 
+from .statements import Connection
 
-def claim(db: sqlite3.Connection, group: str, agent: str, name: str, due: str, worker: str) -> str:
+
+def claim(db: Connection, group: str, agent: str, name: str, due: str, worker: str) -> str:
     """Claim the occurrence for ``worker``; the worker that holds it (``worker`` when it came first)."""
     key = (group, agent, name, due)
     db.execute(
@@ -20,8 +21,9 @@ def claim(db: sqlite3.Connection, group: str, agent: str, name: str, due: str, w
     found = db.execute(
         "SELECT worker FROM schedule_occurrences WHERE grp = ? AND agent = ? AND name = ? AND due = ?", key
     ).fetchone()
-    return found[0]
+    claimed: str = found[0]
+    return claimed
 
 
-def prune(db: sqlite3.Connection, cutoff: float) -> int:
+def prune(db: Connection, cutoff: float) -> int:
     return db.execute("DELETE FROM schedule_occurrences WHERE claimed < ?", (cutoff,)).rowcount

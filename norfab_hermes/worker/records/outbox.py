@@ -108,7 +108,7 @@ class Outbox:
         self._moved = db.marked(self.outbox_id)  # the last write in the record: the rest of the file waits
         self._drop_moved()
         with self.file.reading() as sqlite:
-            self._count = sqlite.execute("SELECT count(*) FROM outbox").fetchone()[0]
+            self._count: int = sqlite.execute("SELECT count(*) FROM outbox").fetchone()[0]
         if self._count:  # left by the worker's last life: moved over before the worker settles its runs
             log.warning(f"{worker} - {self._count} records wait in {self.file.path} for the records database")
             try:
@@ -136,6 +136,7 @@ class Outbox:
                 "INSERT INTO outbox (name, payload, durable, queued) VALUES (?, ?, ?, ?)",
                 (name, json.dumps(payload, default=str), int(waited), time.time()),
             ).lastrowid
+        assert seq is not None  # an INSERT's cursor names its row
         with self._counting:
             self._fresh[seq] = Kept(seq, name, payload)
             self._count += 1

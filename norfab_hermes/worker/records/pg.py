@@ -28,7 +28,7 @@ import time
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ...errors import InventoryError, RecordsUnavailable
-from . import audit
+from . import audit, statements
 from .audit import ChainMoved
 from .pg_batch import Connection, Reader, row_factory, translate
 from .schema import migrations
@@ -167,8 +167,9 @@ class PgDatabase:
             except BaseException as error:
                 self._head = None
                 db.abandon()
-                moved = isinstance(error, (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure))
-                if moved and (error.diag.table_name == "audit" or error.sqlstate == CHAIN_MOVED):
+                if isinstance(error, (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure)) and (
+                    error.diag.table_name == "audit" or error.sqlstate == CHAIN_MOVED
+                ):
                     raise ChainMoved(str(error)) from error
                 raise
             if db.head is not None:
@@ -192,12 +193,13 @@ class PgDatabase:
     def marked(self, outbox: str) -> int:
         """The number of the last write of ``outbox`` the record holds (its last mark; 0: none)."""
         with self.reading() as db:
-            return db.execute(
+            seq: int = db.execute(
                 "SELECT coalesce(max(seq), 0) FROM buffered_writes WHERE outbox = ?", [outbox]
             ).fetchone()[0]
+            return seq
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[Connection]:
+    def reading(self) -> Iterator[statements.Connection]:
         """Reads of one consistent moment (one repeatable-read transaction)."""
         with self._lock, self._failing():
             raw = self._connection()

@@ -18,7 +18,7 @@ def translate(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
-class Row(tuple):
+class Row(Tuple[Any, ...]):
     """A row read by position or by column name, like ``sqlite3.Row``."""
 
     names: Dict[str, int] = {}
@@ -51,7 +51,8 @@ class Answer:
     """What one statement of a write answered, once its batch reached the server (asking sends it)."""
 
     def __init__(self, batch: "Connection") -> None:
-        self.batch, self.rows, self.count, self.next = batch, None, -1, 0
+        self.batch, self.count, self.next = batch, -1, 0
+        self.rows: Optional[List[Any]] = None  # once the batch was sent
 
     def answered(self, cursor: Any) -> None:
         self.rows, self.count = (cursor.fetchall() if cursor.description else []), cursor.rowcount
@@ -59,6 +60,7 @@ class Answer:
     def _rows(self) -> List[Any]:
         if self.rows is None:
             self.batch.flush()
+        assert self.rows is not None  # the flush answered every statement waiting
         return self.rows
 
     @property
@@ -136,9 +138,10 @@ class Connection:
         a plain value)."""
         parts = sql.split("?")
         values = [literal(value) for value in params] if self.plain and len(parts) == len(params) + 1 else [None]
-        if None in values:
+        literals = [value for value in values if value is not None]
+        if len(literals) < len(values):
             return self.mogrify(translate(sql), list(params))
-        return "".join(part + value for part, value in zip(parts, values)) + parts[-1]
+        return "".join(part + value for part, value in zip(parts, literals)) + parts[-1]
 
     def move_head(self, before: Tuple[int, str], after: Tuple[int, str]) -> None:
         """The head moves from ``before`` to ``after``: one statement, before the first entry not sent yet,

@@ -8,13 +8,13 @@ table of its own, so that the rows stay small and many share a page.
 
 import dataclasses
 import json
-import sqlite3
 import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...models import PREVIEW_CHARS, GetRunsInput, Provenance, RunsPage, RunStateData, RunSummary, RunUsage
+from .statements import Connection, Row
 
 PROVENANCE = tuple(Provenance.model_fields)  # one column each
 EQUAL_FILTERS = ("agent", "state", "stop_reason", "schedule_id", "case_id", *PROVENANCE)
@@ -61,17 +61,23 @@ def epoch(text: str) -> float:
 
 def pack(state: RunStateData) -> bytes:
     """The run's state for get_run, without what is kept elsewhere (instructions, approvals, columns)."""
-    kept = {"instructions": True, "approvals": True, "case_id": True, "provenance": True, "result": {"approvals"}}
+    kept: Dict[str, Any] = {
+        "instructions": True,
+        "approvals": True,
+        "case_id": True,
+        "provenance": True,
+        "result": {"approvals"},
+    }
     return zlib.compress(state.model_dump_json(exclude=kept, exclude_none=True).encode())
 
 
-def detail(db: sqlite3.Connection, run_id: str) -> Optional[Dict[str, Any]]:
+def detail(db: Connection, run_id: str) -> Optional[Dict[str, Any]]:
     """The run's state as it ended (approvals left out), or None for a run in flight."""
     row = db.execute("SELECT detail FROM run_details WHERE run_id = ?", (run_id,)).fetchone()
     return json.loads(zlib.decompress(row["detail"])) if row else None
 
 
-def insert(db: sqlite3.Connection, row: RunRow) -> None:
+def insert(db: Connection, row: RunRow) -> None:
     values = {field.name: getattr(row, field.name) for field in dataclasses.fields(row) if field.name != "provenance"}
     values.update(row.provenance.model_dump() if row.provenance else {})
     db.execute(
@@ -80,18 +86,18 @@ def insert(db: sqlite3.Connection, row: RunRow) -> None:
     )
 
 
-def provenance_of(row: sqlite3.Row) -> Optional[Provenance]:
+def provenance_of(row: Row) -> Optional[Provenance]:
     """What answered the run; None for a run an older worker recorded."""
     known = {name: row[name] for name in PROVENANCE if row[name] is not None}
     return Provenance(**known) if known else None
 
 
-def case_of(db: sqlite3.Connection, run_id: str) -> Optional[str]:
+def case_of(db: Connection, run_id: str) -> Optional[str]:
     row = db.execute("SELECT case_id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     return row["case_id"] if row else None
 
 
-def set_state(db: sqlite3.Connection, run_id: str, state: str, session_id: Optional[str] = None) -> None:
+def set_state(db: Connection, run_id: str, state: str, session_id: Optional[str] = None) -> None:
     """A run in flight changed state (running, waiting_for_approval); its session, once known."""
     db.execute(
         "UPDATE runs SET state = ?, session_id = coalesce(?, session_id) WHERE run_id = ? AND finished IS NULL",
@@ -99,17 +105,18 @@ def set_state(db: sqlite3.Connection, run_id: str, state: str, session_id: Optio
     )
 
 
-def set_tool_calls(db: sqlite3.Connection, run_id: str, calls: List[Dict[str, Any]]) -> None:
+def set_tool_calls(db: Connection, run_id: str, calls: List[Dict[str, Any]]) -> None:
     db.execute(
         "UPDATE runs SET tool_calls = ?, calls_so_far = ? WHERE run_id = ?", (len(calls), json.dumps(calls), run_id)
     )
 
 
-def calls_so_far(row: sqlite3.Row) -> List[Dict[str, Any]]:
-    return json.loads(row["calls_so_far"] or "[]")
+def calls_so_far(row: Row) -> List[Dict[str, Any]]:
+    calls: List[Dict[str, Any]] = json.loads(row["calls_so_far"] or "[]")
+    return calls
 
 
-def finish(db: sqlite3.Connection, state: RunStateData, finished: float) -> None:
+def finish(db: Connection, state: RunStateData, finished: float) -> None:
     """The run ended: its outcome in the columns, its whole state beside them."""
     result = state.result
     usage = result.usage if result else RunUsage()
@@ -137,16 +144,17 @@ def finish(db: sqlite3.Connection, state: RunStateData, finished: float) -> None
     )
 
 
-def get(db: sqlite3.Connection, run_id: str) -> Optional[sqlite3.Row]:
-    return db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+def get(db: Connection, run_id: str) -> Optional[Row]:
+    row: Optional[Row] = db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return row
 
 
-def unfinished(db: sqlite3.Connection, worker: str) -> List[sqlite3.Row]:
+def unfinished(db: Connection, worker: str) -> List[Row]:
     """The runs of ``worker`` that never ended (a shared record holds other workers' too)."""
     return db.execute("SELECT * FROM runs WHERE finished IS NULL AND worker = ? ORDER BY started", (worker,)).fetchall()
 
 
-def by_dedupe_key(db: sqlite3.Connection, agent: str, key: str, since: float) -> Optional[str]:
+def by_dedupe_key(db: Connection, agent: str, key: str, since: float) -> Optional[str]:
     row = db.execute(
         "SELECT run_id FROM runs WHERE agent = ? AND dedupe_key = ? AND started >= ? ORDER BY started LIMIT 1",
         (agent, key, since),
@@ -179,7 +187,7 @@ def _filters(query: GetRunsInput) -> Tuple[str, List[Any]]:
     return " AND ".join(where), params
 
 
-def find(db: sqlite3.Connection, query: GetRunsInput) -> RunsPage:
+def find(db: Connection, query: GetRunsInput) -> RunsPage:
     """A page of run summaries, newest first, and how many match."""
     where, params = _filters(query)
     limit, offset = query.limit, query.offset
@@ -201,7 +209,7 @@ def find(db: sqlite3.Connection, query: GetRunsInput) -> RunsPage:
     return RunsPage(runs=runs, total=total, next_offset=offset + len(runs) if more else None)
 
 
-def summary(row: sqlite3.Row, decided_by: List[str]) -> RunSummary:
+def summary(row: Row, decided_by: List[str]) -> RunSummary:
     finished = row["finished"]
     return RunSummary(
         run_id=row["run_id"],
@@ -233,7 +241,7 @@ def summary(row: sqlite3.Row, decided_by: List[str]) -> RunSummary:
     )
 
 
-def prune(db: sqlite3.Connection, cutoff: float, keep: int) -> int:
+def prune(db: Connection, cutoff: float, keep: int) -> int:
     """Delete finished runs started before ``cutoff`` or beyond the newest ``keep``; how many."""
     deleted = db.execute("DELETE FROM runs WHERE finished IS NOT NULL AND started < ?", (cutoff,)).rowcount
     deleted += db.execute(

@@ -27,7 +27,7 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, cast
 
 from ...errors import InventoryError, RecordsUnavailable
 from ...identity.gate import SIGNED
@@ -44,12 +44,17 @@ from ...models import (
     RunStateData,
     StopReason,
     ToolCallSummary,
+    now_iso,
 )
 from . import approvals, audit, nonces, occurrences, runs, usage, writes
 from .db import RECORDS_FILE, Database
 from .outbox import Kept, Outbox
 from .runs import RunRow, iso
 from .schema import SqliteSchema
+from .statements import Backend
+
+if TYPE_CHECKING:
+    from .pg import PgDatabase  # the postgresql extra: a SQLite worker never imports the driver
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -73,7 +78,7 @@ def quietly(worker: str, what: str, write: Callable[..., Any], *args: Any) -> No
         log.exception(f"{worker} - Could not write {what} to the records")
 
 
-def open_database(root: Path, worker: str, settings: RecordsSettings) -> Any:
+def open_database(root: Path, worker: str, settings: RecordsSettings) -> Backend[Any]:
     """The backend the settings name: the worker's SQLite file, or the fleet's PostgreSQL."""
     if settings.backend == "sqlite":
         tables = SqliteSchema()  # the fleet's migrations, in SQLite's words: one definition of the tables
@@ -108,7 +113,7 @@ class Records:
         self._nonces_pruned = 0.0
         self._prune_lock = threading.Lock()
         self._order = threading.RLock()  # the worker's writes, in the order they reach the record or the outbox
-        self.outbox = Outbox(root, worker, self.db, self._move, self._order) if self.shared else None
+        self.outbox = Outbox(root, worker, self.fleet, self._move, self._order) if self.fleet is not None else None
 
     @property
     def path(self) -> Any:
@@ -118,6 +123,11 @@ class Records:
     def shared(self) -> bool:
         """The fleet's record: other workers' runs and audit entries are in it too."""
         return self.db.shared
+
+    @property
+    def fleet(self) -> Optional["PgDatabase"]:
+        """The fleet's record (its advisory locks; what the outbox moves into), or None: the worker's own."""
+        return cast("PgDatabase", self.db) if self.db.shared else None  # the one shared backend
 
     # ---------------------------------------------------------------- runs
     # Each write is named and its arguments are JSON (``_record``, ``writes``): with the fleet's record kept in
@@ -179,7 +189,7 @@ class Records:
         for a run that ``needs_record``, moved at once with what waits before it (while the record does not
         answer, kept; a write that needs it refused). What the write answered, or None."""
         signed = SIGNED.get()  # the operator's proof, for verify_audit to check again
-        payload = {**payload, "at": audit.now_iso(), "signed": signed.audit() if signed is not None else None}
+        payload = {**payload, "at": now_iso(), "signed": signed.audit() if signed is not None else None}
         run_id = writes.run_of(name, payload)
         if run_id in self._cases:  # a run in flight: its case goes with the write (none read when it is made)
             payload["case"] = self._cases[run_id]
@@ -378,7 +388,7 @@ class Records:
             for row in runs.unfinished(db, self.worker):
                 changes = [change for change in unknown if change.run_id == row["run_id"]]
                 state = self._cut(row, approvals.of_run(db, row["run_id"]), now, changes)
-                details = {"stop_reason": state.stop_reason, "note": CUT_NOTE}
+                details: Dict[str, Any] = {"stop_reason": state.stop_reason, "note": CUT_NOTE}
                 if changes:
                     details["outcome_unknown"] = [{"job_uuid": c.job_uuid, "devices": c.devices} for c in changes]
                 runs.finish(db, state, now)

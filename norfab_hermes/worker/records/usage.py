@@ -4,21 +4,22 @@ The daily usage ledger: tokens and cost each agent's runs spent per day
 holds across runs, schedules and restarts.
 """
 
-import sqlite3
 from datetime import datetime, timezone
 from typing import Tuple
+
+from .statements import Connection
 
 
 def today() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%d")
 
 
-def spent(db: sqlite3.Connection, agent: str, day: str) -> Tuple[int, float]:
+def spent(db: Connection, agent: str, day: str) -> Tuple[int, float]:
     row = db.execute("SELECT tokens, cost_usd FROM usage WHERE agent = ? AND day = ?", (agent, day)).fetchone()
     return (row["tokens"], row["cost_usd"]) if row else (0, 0.0)
 
 
-def add(db: sqlite3.Connection, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
+def add(db: Connection, agent: str, day: str, tokens: int, cost: float) -> Tuple[int, float]:
     """Add to the day's usage; the day's totals after it."""
     row = db.execute(
         "INSERT INTO usage (agent, day, tokens, cost_usd) VALUES (?, ?, ?, ?) ON CONFLICT (agent, day) DO UPDATE "
@@ -29,5 +30,5 @@ def add(db: sqlite3.Connection, agent: str, day: str, tokens: int, cost: float) 
     return row["tokens"], row["cost_usd"]
 
 
-def prune(db: sqlite3.Connection, first_day: str) -> int:
+def prune(db: Connection, first_day: str) -> int:
     return db.execute("DELETE FROM usage WHERE day < ?", (first_day,)).rowcount

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from ...models import ApprovalInfo, RunStateData
 from . import approvals, runs, usage
 from .runs import RunRow
+from .statements import Connection
 
 AUDIT_TEXT_CHARS = 1000  # of the instructions an audit entry keeps (the run record has them whole)
 LOOKUP = object()  # the case of a run an entry names is not in the write: read from the record
@@ -38,24 +39,27 @@ def run_of(name: str, payload: Dict[str, Any]) -> Optional[str]:
     """The run write ``name`` is about, if any."""
     if name == "run_started":
         row = payload["row"]
-        return row.run_id if isinstance(row, RunRow) else row["run_id"]
+        return row.run_id if isinstance(row, RunRow) else str(row["run_id"])
     if name == "run_ended":
-        return payload["state"].run_id if isinstance(payload["state"], BaseModel) else payload["state"]["run_id"]
+        state = payload["state"]
+        return state.run_id if isinstance(state, RunStateData) else state["run_id"]
     if name == "approval":
-        return payload["info"].run_id if isinstance(payload["info"], BaseModel) else payload["info"]["run_id"]
-    return payload.get("run_id")
+        info = payload["info"]
+        return info.run_id if isinstance(info, ApprovalInfo) else info["run_id"]
+    run_id: Optional[str] = payload.get("run_id")
+    return run_id
 
 
-def body(name: str, p: Dict[str, Any], append: Append) -> Callable[[Any], Any]:
+def body(name: str, p: Dict[str, Any], append: Append) -> Callable[[Connection], Any]:
     """The transaction of write ``name`` of payload ``p`` (its ``case``: the case of its run, when known)."""
     at, signed, case = p["at"], p["signed"], p.get("case", LOOKUP)
 
-    def entry(db: Any, kind: str, agent: Any, run_id: Any, actor: Any, data: Dict[str, Any]) -> None:
+    def entry(db: Connection, kind: str, agent: Any, run_id: Any, actor: Any, data: Dict[str, Any]) -> None:
         append(db, kind, agent, run_id, actor, data, at, signed, case)
 
     if name == "run_started":
         row = p["row"] if isinstance(p["row"], RunRow) else runs.decode_row(p["row"])
-        details = {
+        details: Dict[str, Any] = {
             "instructions": row.instructions[:AUDIT_TEXT_CHARS],
             "session_id": row.session_id,
             "schedule_id": row.schedule_id,
@@ -64,35 +68,41 @@ def body(name: str, p: Dict[str, Any], append: Append) -> Callable[[Any], Any]:
             "dedupe_key": row.dedupe_key,
             "provenance": row.provenance.model_dump() if row.provenance else None,
         }
-        return lambda db: (
-            runs.insert(db, row),
-            entry(db, "run.started", row.agent, row.run_id, row.client, details),
-        )
+
+        def started(db: Connection) -> None:
+            runs.insert(db, row)
+            entry(db, "run.started", row.agent, row.run_id, row.client, details)
+
+        return started
     if name == "run_running":
         return lambda db: runs.set_state(db, p["run_id"], "running", p["session_id"])
     if name == "tool_call":
         calls = p["calls"]
-        return lambda db: (
-            runs.set_tool_calls(db, p["run_id"], calls),
-            entry(db, "tool.call", p["agent"], p["run_id"], None, calls[-1]),
-        )
+
+        def called(db: Connection) -> None:
+            runs.set_tool_calls(db, p["run_id"], calls)
+            entry(db, "tool.call", p["agent"], p["run_id"], None, calls[-1])
+
+        return called
     if name == "run_ended":
         state, finished = RunStateData.model_validate(p["state"]), p["finished"]  # a model stays one
         result = state.result
-        details = {
+        ended: Dict[str, Any] = {
             "stop_reason": state.stop_reason,
             "session_id": state.session_id,
             "tool_calls": len(result.tool_calls) if result else 0,
             "total_tokens": result.usage.total_tokens if result else 0,
             "cost_usd": result.usage.cost_usd if result else None,
         }
-        return lambda db: (
-            runs.finish(db, state, finished),
-            entry(db, "run.ended", state.agent, state.run_id, state.client, details),
-        )
+
+        def end(db: Connection) -> None:
+            runs.finish(db, state, finished)
+            entry(db, "run.ended", state.agent, state.run_id, state.client, ended)
+
+        return end
     if name == "approval":
         info, kind = ApprovalInfo.model_validate(p["info"]), p["kind"]
-        details = {
+        asked: Dict[str, Any] = {
             "approval_id": info.approval_id,
             "tool": info.tool,
             "target": info.target,
@@ -102,13 +112,15 @@ def body(name: str, p: Dict[str, Any], append: Append) -> Callable[[Any], Any]:
             "note": info.note,
         }
         if info.change_digest:  # a change: what was approved, on which devices
-            details.update(change_digest=info.change_digest, devices=info.devices)
+            asked.update(change_digest=info.change_digest, devices=info.devices)
         waiting = "waiting_for_approval" if info.state == "pending" else "running"
-        return lambda db: (
-            approvals.save(db, info),
-            runs.set_state(db, info.run_id, waiting),
-            entry(db, f"approval.{kind}", info.agent, info.run_id, p["actor"], details),
-        )
+
+        def decided(db: Connection) -> None:
+            approvals.save(db, info)
+            runs.set_state(db, info.run_id, waiting)
+            entry(db, f"approval.{kind}", info.agent, info.run_id, p["actor"], asked)
+
+        return decided
     if name == "note":
         return lambda db: entry(db, p["kind"], p["agent"], p["run_id"], p["actor"], p["data"])
     if name == "add_usage":

@@ -219,7 +219,7 @@ class Budget:
         self._warned = 0  # highest warning level of max_tokens given
         self.targets: Set[str] = set()
         self.changes = 0  # changes sent
-        self._calls: Counter = Counter()  # (tool, arguments digest) -> times called
+        self._calls: Counter[Tuple[str, str]] = Counter()  # (tool, arguments digest) -> times called
         self._lock = threading.Lock()
 
     def remaining(self) -> float:

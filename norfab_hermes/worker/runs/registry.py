@@ -276,7 +276,9 @@ class RunRegistry:
         while self._runs and time.time() < deadline:
             time.sleep(poll)
 
-    def ask_operator(self, session_key: str, question: str, default: Any, metadata: Optional[dict] = None) -> Any:
+    def ask_operator(
+        self, session_key: str, question: str, default: Any, metadata: Optional[Dict[str, Any]] = None
+    ) -> Any:
         """Ask the caller of the run for ``session_key`` through NorFab's input request.
 
         Raises ``PermissionError`` with the reason when nobody can answer:

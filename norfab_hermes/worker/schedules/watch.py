@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...models import ArtifactSummary, Criterion, CriterionResult, ScheduleDefinition, ScheduleRun, parse_duration
 from ..files import write_file
@@ -103,7 +103,9 @@ def hermes_fields(definition: Optional[ScheduleDefinition]) -> Dict[str, Any]:
     return definition.model_dump(exclude_none=True, exclude={*WATCH_FIELDS, "compare"})
 
 
-def judge(criteria: List[Criterion], finding: str, evidence: List[tuple]) -> List[CriterionResult]:
+def judge(
+    criteria: List[Criterion], finding: str, evidence: List[Tuple[ArtifactSummary, str]]
+) -> List[CriterionResult]:
     """Each criterion, met or not, on the run's finding or its evidence: ``(ArtifactSummary, text)`` pairs."""
     results = []
     for criterion in criteria:
@@ -153,5 +155,5 @@ def previous_status(history: List[ScheduleRun]) -> Optional[str]:
     return next((run.status for run in history if run.status in JUDGED), None)
 
 
-def evidence_of(artifacts: List[ArtifactSummary], texts: Dict[str, str]) -> List[tuple]:
+def evidence_of(artifacts: List[ArtifactSummary], texts: Dict[str, str]) -> List[Tuple[ArtifactSummary, str]]:
     return [(a, texts[a.artifact_id]) for a in artifacts if a.artifact_id in texts]

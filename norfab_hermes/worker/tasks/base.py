@@ -83,7 +83,7 @@ def failed(message: str, code: str) -> Result:
 class HermesTask(Task):
     """``@Task`` for hermes workers: same arguments, clean failed Results."""
 
-    def __call__(self, function: Callable) -> Callable:
+    def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
         norfab_wrapper = super().__call__(function)
         name = function.__name__
 
@@ -122,7 +122,7 @@ class HermesTask(Task):
         worker_tasks().update(self.make_task_schema(answering))
         return answering
 
-    def validate_input(self, args: List, kwargs: Dict) -> None:
+    def validate_input(self, args: List[Any], kwargs: Dict[str, Any]) -> None:
         # NorFab's own arguments are not the caller's; everything else must be declared
         merged = self.merge_args_to_kwargs(args, kwargs)
         self.input(**{k: v for k, v in merged.items() if k not in INJECTED})

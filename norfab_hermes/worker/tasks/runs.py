@@ -1,6 +1,6 @@
 """Tasks that run agents: invoke, start_run in the background, get_run, interrupt, and native commands."""
 
-from typing import Optional
+from typing import Any, Dict, Optional
 
 from norfab.core.worker import Job
 from norfab.models import Result
@@ -39,9 +39,9 @@ class RunTasks(TaskMixin):
         session_id: Optional[str] = None,
         run_timeout: Optional[float] = None,
         interactive: bool = False,
-        lineage: Optional[dict] = None,
+        lineage: Optional[Dict[str, Any]] = None,
         dedupe_key: Optional[str] = None,
-        response_schema: Optional[dict] = None,
+        response_schema: Optional[Dict[str, Any]] = None,
         case_id: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> Result:
@@ -117,7 +117,7 @@ class RunTasks(TaskMixin):
         session_id: Optional[str] = None,
         run_timeout: Optional[float] = None,
         dedupe_key: Optional[str] = None,
-        response_schema: Optional[dict] = None,
+        response_schema: Optional[Dict[str, Any]] = None,
         case_id: Optional[str] = None,
     ) -> Result:
         """

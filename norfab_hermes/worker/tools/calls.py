@@ -3,10 +3,42 @@ What one tool call carries: the refusal the model reads and the trace of what th
 """
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Protocol, Set
 
-from ...models import ChangeRecord
-from ..approvals.request import Verdict
+from ...models import ArtifactSummary, ChangeRecord, ToolCallSummary
+from ..approvals.request import AskingRun, Verdict
+
+
+class ChangeBudget(Protocol):
+    """The run's budget of changes (``runs.budget.Budget``)."""
+
+    def reserve_change(self) -> Optional[str]: ...
+
+    def release_change(self) -> None: ...
+
+
+class ToolRun(AskingRun, Protocol):
+    """What a tool call reads and does of its run (``runs.run.Run``, checked by the type checker)."""
+
+    session_id: Optional[str]
+    job: Any  # NorFab's Job the run answers (a delegate's question goes through it); None off a job
+    artifacts: List[ArtifactSummary]  # every tool result kept as evidence
+    warnings: List[str]
+
+    @property
+    def budget(self) -> ChangeBudget: ...
+
+    @property
+    def case_id(self) -> Optional[str]: ...
+
+    @property
+    def started(self) -> float: ...
+
+    def admit_tool_call(self, tool: str, digest: str) -> Optional[str]: ...
+
+    def touched(self, devices: Set[str]) -> None: ...
+
+    def record_tool_call(self, summary: ToolCallSummary) -> None: ...
 
 
 class ToolError(Exception):

@@ -35,7 +35,7 @@ from ..changes.control import ChangeControl
 from ..changes.locks import Holder
 from ..changes.outcomes import CRASHED
 from . import payload, replies, workflow
-from .calls import CallTrace, ToolError, approved
+from .calls import CallTrace, ToolError, ToolRun, approved
 from .checks import ChangeCall, Checks
 from .dispatch import Dispatcher, run_job_uuid
 from .payload import Built
@@ -68,7 +68,7 @@ class ChangeRunner:
         self.worker_name = worker_name
 
     def call(
-        self, spec: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool], trace: CallTrace
+        self, spec: Any, arguments: Dict[str, Any], run: ToolRun, interrupted: Callable[[], bool], trace: CallTrace
     ) -> Tuple[str, str, Optional[str]]:
         """Make one change (``kinds.ToolKind``); the text the model reads, the call's status and error."""
         call = ChangeCall(spec, arguments, run, interrupted)
@@ -124,7 +124,7 @@ class ChangeRunner:
         return self.control.refusal(spec.agent, policy, spec.name, spec.definition.windows, built.devices)
 
     @staticmethod
-    def _lock_wait(policy: ChangePolicy, run: Any) -> float:
+    def _lock_wait(policy: ChangePolicy, run: ToolRun) -> float:
         return max(0.0, min(policy.lock_wait, run.remaining() - MIN_WAIT))
 
     def confirm(self, call: ChangeCall, policy: ChangePolicy, digest: str, preview: Dict[str, str]) -> Built:

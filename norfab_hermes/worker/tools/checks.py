@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ...models import CheckResult
 from ...safety.changes import clean_text, unmet
 from ...safety.redact import scrub
-from .calls import CallTrace, ToolError
+from .calls import CallTrace, ToolError, ToolRun
 from .dispatch import Dispatcher
 from .replies import render
 from .specs import JobTarget
@@ -35,7 +35,7 @@ class ChangeCall:
 
     spec: Any  # a ToolSpec with approval, or a WorkflowSpec
     arguments: Dict[str, Any]
-    run: Any
+    run: ToolRun
     interrupted: Callable[[], bool]
 
     def stopped(self) -> bool:

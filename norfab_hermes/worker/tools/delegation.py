@@ -27,7 +27,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...errors import InventoryError
 from ...identity.client import signed
@@ -35,7 +35,7 @@ from ...identity.signatures import SignatureError, signer_for
 from ...models import DelegatedRun, Lineage
 from ...norfab_compat import forget_job
 from ...safety.redact import scrub
-from .calls import CallTrace, ToolError
+from .calls import CallTrace, ToolError, ToolRun
 from .specs import QUESTION_CHARS, DelegateSpec
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class Child:
 class Delegator:
     """Asks other agents on behalf of the runs of one worker."""
 
-    def __init__(self, client: Any, worker_name: str, secrets: Callable[[], list], signer: Any = None) -> None:
+    def __init__(self, client: Any, worker_name: str, secrets: Callable[[], List[str]], signer: Any = None) -> None:
         self.client = client
         self.worker_name = worker_name
         self.secrets = secrets
@@ -95,7 +95,7 @@ class Delegator:
         self,
         spec: DelegateSpec,
         arguments: Dict[str, Any],
-        run: Any,
+        run: ToolRun,
         interrupted: Callable[[], bool],
         trace: CallTrace,
     ) -> Tuple[str, str, Optional[str]]:
@@ -139,7 +139,7 @@ class Delegator:
             raise ToolError("question must not start with '/': it would run as a slash command; call again in words")
         return question
 
-    def lineage(self, run: Any, spec: DelegateSpec) -> Lineage:
+    def lineage(self, run: ToolRun, spec: DelegateSpec) -> Lineage:
         """The asked run's lineage; a cycle or a chain deeper than the agent allows is refused."""
         target = spec.definition
         above = run.lineage
@@ -163,7 +163,7 @@ class Delegator:
         )
 
     @staticmethod
-    def budget(spec: DelegateSpec, run: Any) -> float:
+    def budget(spec: DelegateSpec, run: ToolRun) -> float:
         """Seconds the asked run gets: the caller's remaining budget less MARGIN, capped by the delegate's timeout."""
         budget = run.remaining() - MARGIN
         if spec.definition.timeout:
@@ -179,7 +179,7 @@ class Delegator:
         self,
         spec: DelegateSpec,
         future: Any,
-        run: Any,
+        run: ToolRun,
         interrupted: Callable[[], bool],
         child: Child,
         give_up: float,
@@ -206,7 +206,7 @@ class Delegator:
                     break
         return future.result(timeout=0.5)
 
-    def _relay(self, spec: DelegateSpec, future: Any, run: Any, child: Child, event: Dict[str, Any]) -> None:
+    def _relay(self, spec: DelegateSpec, future: Any, run: ToolRun, child: Child, event: Dict[str, Any]) -> None:
         extras = event.get("extras") or {}
         if event.get("event_type") == "input_request" and extras.get("input_request"):
             self._relay_question(spec, future, run, child, extras["input_request"])
@@ -221,7 +221,9 @@ class Delegator:
             text = scrub(str(message), self.secrets())
             run.event(f"{child.agent}@{child.worker}: {text}", resource=event.get("resource") or [])
 
-    def _relay_question(self, spec: DelegateSpec, future: Any, run: Any, child: Child, request: Dict[str, Any]) -> None:
+    def _relay_question(
+        self, spec: DelegateSpec, future: Any, run: ToolRun, child: Child, request: Dict[str, Any]
+    ) -> None:
         """The asked run wants its operator: the caller's operator answers, or the question is cancelled."""
         answer, cancel = None, True
         wait = int(min(float(request.get("timeout") or 0), run.remaining()))

@@ -12,17 +12,19 @@ its checks all call through one ``Dispatcher``.
 import json
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Protocol, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Set, Tuple, Union
 
 import jsonschema
 
+from ...models import NorfabToolTarget
 from ...norfab_compat import forget_job, tool_job_uuid
 from ...safety import commands, guards, tool_class
 from ...safety.redact import scrub
 from ..evidence import capture
-from .calls import CallTrace, ToolError
+from ..evidence.store import EvidenceStore
+from .calls import CallTrace, ToolError, ToolRun
 from .schemas import is_open, task_arguments_problem
-from .specs import ToolSpec
+from .specs import JobTarget, ToolSpec
 
 MIN_CALL_SECONDS = 1.0  # a call needs at least this much of the run budget left
 
@@ -37,7 +39,7 @@ def child_job_timeout(seconds: float) -> int:
     return max(10, int(seconds) // 10 * 10)
 
 
-def run_job_uuid(run: Any) -> str:
+def run_job_uuid(run: ToolRun) -> str:
     """The UUID of a job ``run`` sends: it names the run, the agent and on whose behalf it runs."""
     operator = run.client or (f"schedule-{run.schedule_id}" if run.schedule_id else None)
     return tool_job_uuid(run.run_id, run.agent, operator)
@@ -54,7 +56,8 @@ class Named(Protocol):
 class Callee(Named, Protocol):
     """What a job is sent for: a NorFab tool, a workflow, or one of a change's own jobs (``checks.StepCall``)."""
 
-    target: Any
+    @property
+    def target(self) -> Union[NorfabToolTarget, JobTarget]: ...
 
 
 class Dispatcher:
@@ -73,7 +76,7 @@ class Dispatcher:
         max_chars: int,
         per_target: int,
         secrets: Callable[[], List[str]] = lambda: [],
-        evidence: Any = None,
+        evidence: Optional[EvidenceStore] = None,
     ) -> None:
         self.client = client
         self.max_chars = max_chars
@@ -83,7 +86,7 @@ class Dispatcher:
         self._targets: Dict[str, threading.BoundedSemaphore] = {}
         self._lock = threading.Lock()
 
-    def keep(self, spec: Named, run: Any, trace: CallTrace, pieces: List[capture.Piece]) -> List[Any]:
+    def keep(self, spec: Named, run: ToolRun, trace: CallTrace, pieces: List[capture.Piece]) -> List[Any]:
         """Keep what a call received as evidence, listed on the run; nothing when the worker keeps none."""
         if self.evidence is None or not pieces:
             return []
@@ -155,7 +158,7 @@ class Dispatcher:
             raise ToolError(f"the arguments do not fit {where} ({problem}); the call was not made")
         return kwargs
 
-    def call_timeout(self, spec: Callee, run: Any) -> float:
+    def call_timeout(self, spec: Callee, run: ToolRun) -> float:
         timeout = min(spec.target.timeout, run.remaining() - MIN_CALL_SECONDS)
         if timeout < MIN_CALL_SECONDS:
             raise ToolError("the run's time budget is spent; no time left for another tool call")
@@ -173,7 +176,7 @@ class Dispatcher:
         spec: Callee,
         kwargs: Dict[str, Any],
         timeout: float,
-        run: Any,
+        run: ToolRun,
         interrupted: Callable[[], bool],
         trace: CallTrace,
         uuid: Optional[str] = None,

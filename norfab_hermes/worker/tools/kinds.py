@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional, Protocol, Tuple
 
 from ..approvals.approver import Approver
 from ..evidence import capture
-from .calls import CallTrace, approved
+from .calls import CallTrace, ToolRun, approved
 from .delegation import Delegator
 from .dispatch import Dispatcher
 from .replies import devices_in, render
@@ -23,7 +23,7 @@ Outcome = Tuple[str, str, Optional[str]]  # the text the model reads, the call's
 
 class ToolKind(Protocol):
     def call(
-        self, spec: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool], trace: CallTrace
+        self, spec: Any, arguments: Dict[str, Any], run: ToolRun, interrupted: Callable[[], bool], trace: CallTrace
     ) -> Outcome:
         """Make one call of this kind; raise ToolError for a refusal or a failure the model should read."""
 
@@ -36,7 +36,7 @@ class NorfabCalls:
         self.approver = approver
 
     def call(
-        self, spec: ToolSpec, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool], trace: CallTrace
+        self, spec: ToolSpec, arguments: Dict[str, Any], run: ToolRun, interrupted: Callable[[], bool], trace: CallTrace
     ) -> Outcome:
         kwargs = self.dispatcher.prepare(spec, arguments)
         timeout = self.dispatcher.call_timeout(spec, run)
@@ -58,7 +58,12 @@ class DelegateCalls:
         self.dispatcher = dispatcher
 
     def call(
-        self, spec: DelegateSpec, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool], trace: CallTrace
+        self,
+        spec: DelegateSpec,
+        arguments: Dict[str, Any],
+        run: ToolRun,
+        interrupted: Callable[[], bool],
+        trace: CallTrace,
     ) -> Outcome:
         text, status, error = self.delegator.ask(spec, arguments, run, interrupted, trace)
         answer = capture.answer_piece(spec.definition.workers, spec.definition.agent, _response(text))

@@ -17,7 +17,8 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 from ...errors import HermesError
 from ...models import ScheduleResultData
 from ...safety.redact import redact
-from .calls import CallTrace, ToolError
+from ..evidence.store import EvidenceStore
+from .calls import CallTrace, ToolError, ToolRun
 from .specs import SEARCH_CHARS, RecordsSpec
 
 DEFAULT_LIMIT = 10
@@ -50,7 +51,7 @@ class RecordsReader:
         self,
         sessions: Any,
         schedules: ScheduleReader,
-        evidence: Any,
+        evidence: EvidenceStore,
         known: Callable[[str], bool],
         secrets: Callable[[], List[str]],
     ) -> None:
@@ -61,7 +62,12 @@ class RecordsReader:
         self.secrets = secrets
 
     def call(
-        self, spec: RecordsSpec, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool], trace: CallTrace
+        self,
+        spec: RecordsSpec,
+        arguments: Dict[str, Any],
+        run: ToolRun,
+        interrupted: Callable[[], bool],
+        trace: CallTrace,
     ) -> Tuple[str, str, Optional[str]]:
         """A records tool's call (``kinds.ToolKind``): reads only, no job, nothing to interrupt."""
         return self.read(spec, arguments)
@@ -101,7 +107,7 @@ class RecordsReader:
 
     @staticmethod
     def _need(arguments: Dict[str, Any], *names: str) -> str:
-        value = next((arguments.get(n) for n in names if arguments.get(n)), None)
+        value: Optional[str] = next((arguments.get(n) for n in names if arguments.get(n)), None)
         if value is None:
             raise ToolError(f"{' or '.join(names)} is required for this action; call again with it")
         return value
@@ -113,7 +119,7 @@ class RecordsReader:
 
     def _read_session(self, agent: str, arguments: Dict[str, Any], limit: int) -> Dict[str, Any]:
         session = self.sessions.get(agent, self._need(arguments, "session_id"), limit * 5)
-        data = session.model_dump()
+        data: Dict[str, Any] = session.model_dump()  # a SessionDetail (the sessions room is not a tool's to import)
         for message in data["messages"]:
             message["content"] = (message.get("content") or "")[:MESSAGE_CHARS]
         return data

@@ -6,7 +6,7 @@ older than the run, or no data for the hosts the call named, fails the call.
 import json
 import time
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ...safety.changes import HOST_FILTERS
 from ...safety.redact import redact
@@ -24,7 +24,7 @@ def ctime_seconds(text: Any) -> Optional[float]:
         return None
 
 
-def devices_in(reply: Any) -> set:
+def devices_in(reply: Any) -> Set[str]:
     """The hosts a nornir reply holds results for (a nornir result is keyed by host)."""
     return {
         host

@@ -10,13 +10,14 @@ a tool error the model sees; nothing here raises into Hermes.
 
 import json
 import time
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 from ...models import ToolCallSummary, arguments_digest
 from ...safety.redact import scrub
-from .calls import CallTrace, ToolError
+from .calls import CallTrace, ToolError, ToolRun
 from .dispatch import Dispatcher
 from .kinds import ToolKind
+from .specs import AnySpec
 
 
 class ToolRunner:
@@ -31,7 +32,9 @@ class ToolRunner:
         self.dispatcher = dispatcher
         self.kinds = kinds
 
-    def call(self, spec: Any, arguments: Dict[str, Any], run: Any, interrupted: Callable[[], bool]) -> str:
+    def call(
+        self, spec: AnySpec, arguments: Dict[str, Any], run: Optional[ToolRun], interrupted: Callable[[], bool]
+    ) -> str:
         """Run one call (a NorFab tool, a delegate or a records tool) and return the text the model reads."""
         if run is None:  # a turn no NorFab run started: no budget holds it, so it gets no network
             message = "tools run only inside a run started through NorFab (invoke, start_run or a schedule); the call was not made"

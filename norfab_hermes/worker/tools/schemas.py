@@ -32,7 +32,7 @@ def is_open(schema: Dict[str, Any]) -> bool:
 
 def derive_parameters(input_schema: Dict[str, Any], fixed: Dict[str, Any]) -> Dict[str, Any]:
     """The task's input schema minus fixed, injected and guarded arguments, closed to extras."""
-    schema = _strip_presence(json.loads(json.dumps(input_schema)))
+    schema: Dict[str, Any] = _strip_presence(json.loads(json.dumps(input_schema)))
     hidden = INJECTED_ARGUMENTS | set(fixed)
     properties = {
         k: v for k, v in (schema.get("properties") or {}).items() if k not in hidden and not guards.guarded_argument(k)

@@ -66,7 +66,7 @@ class ToolSpec:
             description = f"UNAVAILABLE: {self.error}. {description}"
         return {"description": description, "parameters": self.parameters or {"type": "object", "properties": {}}}
 
-    def resolve(self, tasks: Optional[Dict[str, dict]], error: Optional[str] = None) -> None:
+    def resolve(self, tasks: Optional[Dict[str, Dict[str, Any]]], error: Optional[str] = None) -> None:
         """Fill description and parameters from the target service's task list."""
         where = f"{self.target.service}.{self.target.task}"
         if tasks is None:

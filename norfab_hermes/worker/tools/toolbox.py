@@ -24,7 +24,7 @@ def refresh(client: Any, specs: List[Any]) -> None:
             spec.load(client)
 
 
-def list_tasks(client: Any, service: str) -> Tuple[Optional[Dict[str, dict]], Optional[str]]:
+def list_tasks(client: Any, service: str) -> Tuple[Optional[Dict[str, Dict[str, Any]]], Optional[str]]:
     try:
         reply = client.run_job(service, "list_tasks", workers="any", timeout=LIST_TASKS_TIMEOUT)
     except Exception as error:  # a broken service must not break the worker
