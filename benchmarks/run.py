@@ -3,7 +3,7 @@ Run every benchmark in one process and write benchmarks/results/results.md
 and results.json. Speed and memory are reported as ratios and absolute
 numbers from one run on this machine; nothing here is a pass/fail test.
 
-usage: python benchmarks/run.py [name ...]   (names: hosting, tools, concurrency, schedules, fleet, records, identity, notify)
+usage: python benchmarks/run.py [name ...]   (names: hosting, tools, concurrency, schedules, fleet, records, identity, notify, million)
 """
 
 import json
@@ -19,6 +19,7 @@ import bench_concurrency  # noqa: E402
 import bench_fleet  # noqa: E402
 import bench_hosting  # noqa: E402
 import bench_identity  # noqa: E402
+import bench_million  # noqa: E402
 import bench_notify  # noqa: E402
 import bench_records  # noqa: E402
 import bench_schedules  # noqa: E402
@@ -35,6 +36,7 @@ BENCHMARKS = {
     "records": bench_records,
     "identity": bench_identity,
     "notify": bench_notify,
+    "million": bench_million,
 }
 RESULTS = Path(__file__).parent / "results"
 
