@@ -1,9 +1,13 @@
 """Shared helpers of the benchmarks: timing, rows and the hermes worker under test."""
 
 import json
+import operator
+import sqlite3
 import statistics
+import tempfile
 import time
-from typing import Any, Callable, Dict, List
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
 
 import psutil
 
@@ -12,8 +16,51 @@ from norfab_hermes.testing.embedded import hermes_worker
 WORKER = "hermes-worker-1"
 
 
-def row(benchmark: str, metric: str, value: float, unit: str, note: str = "") -> Dict[str, Any]:
-    return {"benchmark": benchmark, "metric": metric, "value": round(value, 3), "unit": unit, "note": note}
+def row(
+    benchmark: str,
+    metric: str,
+    value: float,
+    unit: str,
+    note: str = "",
+    target: str = "",
+    met: Optional[bool] = None,
+) -> Dict[str, Any]:
+    """One figure of the table; ``met`` None: not judged (no target, or the note says why not)."""
+    return {
+        "benchmark": benchmark,
+        "metric": metric,
+        "value": round(value, 3),
+        "unit": unit,
+        "note": note,
+        "target": target,
+        "met": met,
+    }
+
+
+def meets(value: float, target: str) -> bool:
+    """Whether ``value`` meets a target written as in the table: "<= 10 ms", ">= 0.9", "<= 1.1x"."""
+    comparison, bound = target.split()[:2]
+    compare = {"<=": operator.le, ">=": operator.ge}[comparison]
+    return bool(compare(round(value, 3), float(bound.rstrip("x"))))
+
+
+def sqlite_insert_ms(count: int = 500) -> float:
+    """Median milliseconds of one single-row committed insert into SQLite (WAL, synchronous=NORMAL) in a
+    temporary directory: the floor under any write the records make."""
+    with tempfile.TemporaryDirectory(prefix="bench-sqlite-") as folder:
+        db = sqlite3.connect(Path(folder) / "anchor.db", isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)")
+        spent = []
+        for i in range(count):
+            started = time.perf_counter()
+            db.execute("BEGIN")
+            db.execute("INSERT INTO t (body) VALUES (?)", (f"row {i}",))
+            db.execute("COMMIT")
+            spent.append((time.perf_counter() - started) * 1000)
+        db.close()
+    return median(spent)
 
 
 def timed(fn: Callable[[], Any]) -> float:
