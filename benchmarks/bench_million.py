@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from common import WORKER, median, row, timed
+from common import WORKER, median, meets, row, timed
 
 from norfab_hermes.models import GetRunsInput, RecordsSettings
 from norfab_hermes.worker.records.db import RECORDS_FILE
@@ -26,6 +26,7 @@ BATCH = 50_000
 AGENTS = [f"agent-{i:02d}" for i in range(20)]
 STOPS = ["completed"] * 90 + ["failed"] * 4 + ["timeout"] * 3 + ["token_budget", "interrupted", "outcome_unknown"]
 YEAR = 365 * 86400
+TARGET = "<= 100 ms"
 ANSWER = "Gi0/1 is down since 02:10 (line protocol down, 412 input errors); Gi0/2 and Gi0/3 are up. " * 4
 
 
@@ -102,11 +103,6 @@ def run(url: str) -> List[Dict[str, Any]]:
     for name, filters in QUERIES.items():
         query = GetRunsInput(limit=50, **filters)
         took = 1000 * median([timed(lambda: records.runs(query)) for _ in range(3)])
-        rows.append(
-            {
-                **row("a million runs", f"get_runs: {name}", took, "ms", f"{RUNS} runs, median of 3, 50 a page"),
-                "target": "<= 100 ms",
-                "met": took <= 100,
-            }
-        )
+        note = f"{RUNS} runs, median of 3, 50 a page"
+        rows.append(row("a million runs", f"get_runs: {name}", took, "ms", note, TARGET, meets(took, TARGET)))
     return rows
