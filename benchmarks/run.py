@@ -19,6 +19,7 @@ import bench_concurrency  # noqa: E402
 import bench_fleet  # noqa: E402
 import bench_hosting  # noqa: E402
 import bench_identity  # noqa: E402
+import bench_million  # noqa: E402
 import bench_notify  # noqa: E402
 import bench_records  # noqa: E402
 import bench_schedules  # noqa: E402
@@ -35,6 +36,7 @@ BENCHMARKS = {
     "records": bench_records,
     "identity": bench_identity,
     "notify": bench_notify,
+    "million": bench_million,
 }
 RESULTS = Path(__file__).parent / "results"
 
