@@ -83,7 +83,7 @@ def test_a_cut_tail_disagrees_with_the_head(log):
 def test_pruning_keeps_the_chain_verifiable(log):
     """Pruned entries leave their last link behind: the rest still verifies, and appends go on."""
     with log.transaction() as tx:
-        assert audit.prune(tx, cutoff="0000", keep=2) == 3
+        assert audit.prune(tx, cutoff="0000", keep=2, batch=100) == 3
         audit.append(tx, "w1", "records.pruned", data={"audit_entries": 3})
     found = verify(log)
     assert (found.ok, found.first_seq, found.last_seq) == (True, 4, 6)

@@ -241,13 +241,21 @@ def summary(row: Row, decided_by: List[str]) -> RunSummary:
     )
 
 
-def prune(db: Connection, cutoff: float, keep: int) -> int:
-    """Delete finished runs started before ``cutoff`` or beyond the newest ``keep``; how many."""
-    deleted = db.execute("DELETE FROM runs WHERE finished IS NOT NULL AND started < ?", (cutoff,)).rowcount
-    deleted += db.execute(
-        "DELETE FROM runs WHERE finished IS NOT NULL AND run_id NOT IN "
-        "(SELECT run_id FROM runs ORDER BY started DESC LIMIT ?)",
-        (keep,),
-    ).rowcount
-    db.execute("DELETE FROM run_details WHERE run_id NOT IN (SELECT run_id FROM runs)")
-    return deleted
+def prune(db: Connection, cutoff: float, keep: int, batch: int) -> int:
+    """Delete at most ``batch`` of the oldest finished runs started before ``cutoff`` or beyond the newest
+    ``keep``, with their details; how many (a caller loops, one short transaction each, so runs being
+    recorded meanwhile wait for one batch at most)."""
+    edge = db.execute("SELECT started FROM runs ORDER BY started DESC LIMIT 1 OFFSET ?", (keep,)).fetchone()
+    through = max(cutoff, edge["started"] + 1e-6) if edge else cutoff
+    gone = [
+        found["run_id"]
+        for found in db.execute(
+            "SELECT run_id FROM runs WHERE finished IS NOT NULL AND started < ? ORDER BY started LIMIT ?",
+            (through, batch),
+        )
+    ]
+    if gone:
+        marks = ", ".join("?" * len(gone))
+        db.execute(f"DELETE FROM runs WHERE run_id IN ({marks})", gone)
+        db.execute(f"DELETE FROM run_details WHERE run_id IN ({marks})", gone)
+    return len(gone)

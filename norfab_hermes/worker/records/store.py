@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PRUNE_INTERVAL = 3600.0  # seconds between retention checks while the worker runs
+PRUNE_BATCH = 2000  # runs or audit entries deleted per transaction: a run being recorded waits for one at most
+PRUNE_PAUSE = 0.005  # seconds between those transactions
 NONCE_PRUNE_INTERVAL = 60.0  # seconds between deletions of expired proofs' nonces
 CUT_NOTE = "the worker stopped (crash or kill) before the run finished; it was not resumed"
 APPROVAL_CUT_NOTE = "ended by the worker restart: its run is gone and the call was never made"
@@ -448,8 +450,7 @@ class Records:
             self._pruned = time.time()
             cutoff = datetime.now(timezone.utc) - timedelta(days=self.settings.keep_days)
 
-            def write(db: Any) -> Tuple[int, int]:
-                gone = runs.prune(db, cutoff.timestamp(), self.settings.keep_runs)
+            def write(db: Any) -> None:
                 gone_approvals = approvals.prune(db)
                 usage.prune(db, cutoff.strftime("%Y-%m-%d"))
                 occurrences.prune(db, cutoff.timestamp())
@@ -459,7 +460,6 @@ class Records:
                         "(SELECT max(seq) FROM buffered_writes newest WHERE newest.outbox = buffered_writes.outbox)",
                         [cutoff.timestamp()],
                     )
-                gone_entries = audit.prune(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
                 if gone or gone_entries:
                     self._append(
                         db,
@@ -471,15 +471,30 @@ class Records:
                             "keep_days": self.settings.keep_days,
                         },
                     )
-                return gone, gone_entries
 
             with self._order:
                 if self.outbox is not None:  # never while the outbox keeps writes the record lacks
                     self.outbox.catch_up()
-                gone, gone_entries = self._write(write)
+                gone = self._in_batches(
+                    lambda db: runs.prune(db, cutoff.timestamp(), self.settings.keep_runs, PRUNE_BATCH)
+                )
+                at = cutoff.isoformat(timespec="milliseconds")
+                gone_entries = self._in_batches(lambda db: audit.prune(db, at, self.settings.keep_audit, PRUNE_BATCH))
+                self._write(write)
             if gone or gone_entries:
                 self.db.compact()
                 log.info(f"{self.worker} - Pruned {gone} run records and {gone_entries} audit entries past retention")
+
+    def _in_batches(self, delete: Callable[[Any], int]) -> int:
+        """``delete`` (at most PRUNE_BATCH rows) in one transaction after another until it deletes fewer; how
+        many. A pause between them lets the runs being recorded meanwhile take the write lock (it is not fair)."""
+        deleted = 0
+        while True:
+            batch = self._write(delete)
+            deleted += batch
+            if batch < PRUNE_BATCH:
+                return deleted
+            time.sleep(PRUNE_PAUSE)
 
     def close(self) -> None:
         if self.outbox is not None:
