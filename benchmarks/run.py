@@ -15,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import bench_agents  # noqa: E402
 import bench_concurrency  # noqa: E402
 import bench_fleet  # noqa: E402
 import bench_hosting  # noqa: E402
@@ -35,6 +36,7 @@ BENCHMARKS = {
     "records": bench_records,
     "identity": bench_identity,
     "notify": bench_notify,
+    "agents": bench_agents,
 }
 RESULTS = Path(__file__).parent / "results"
 
