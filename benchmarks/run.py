@@ -6,7 +6,7 @@ numbers from one run on this machine, each beside its target where it has one an
 anchors (SQLite raw insert, bare AIAgent, NorFab no-op); nothing here is a pass/fail test.
 
 usage: python benchmarks/run.py [--compare OLD.json] [name ...]
-       (names: hosting, tools, concurrency, schedules, fleet, records, identity, notify, million)
+       (names: hosting, tools, concurrency, schedules, fleet, records, identity, notify, million, agents)
        --compare: after the run, print OLD.json's value beside this run's for each figure
 """
 
@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import bench_agents  # noqa: E402
 import bench_concurrency  # noqa: E402
 import bench_fleet  # noqa: E402
 import bench_hosting  # noqa: E402
@@ -42,6 +43,7 @@ BENCHMARKS = {
     "records": bench_records,
     "identity": bench_identity,
     "notify": bench_notify,
+    "agents": bench_agents,
     "million": bench_million,
 }
 RESULTS = Path(__file__).parent / "results"

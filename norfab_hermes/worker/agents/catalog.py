@@ -17,6 +17,7 @@ The provider keys a profile needs stay in this catalog's memory and are
 handed to Hermes through its secret scope, never written.
 """
 
+import copy
 import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
@@ -64,6 +65,8 @@ class AgentCatalog:
         self.stopped: Set[str] = set()
         self.warnings: List[str] = []  # problems that do not stop an agent
         self._secrets: Dict[Path, Dict[str, str]] = {}  # profile home -> its provider keys
+        # agent -> (config.yaml's inode, mtime, size), its parsed config: get_agents reads every agent's
+        self._configs: Dict[str, Tuple[Tuple[int, int, int], Dict[str, Any]]] = {}
 
     def home(self, agent: str) -> Path:
         return self.root / "profiles" / agent
@@ -303,9 +306,19 @@ class AgentCatalog:
         return {name: self.state(name) == "running" for name in sorted(self.owners)}
 
     def effective_config(self, agent: str) -> Dict[str, Any]:
-        """The config.yaml Hermes reads for the agent's profile."""
+        """The config.yaml Hermes reads for the agent's profile, parsed again only when the file
+        changed: a new inode (files are replaced whole), mtime or size shows an edit on disk."""
         path = self.home(agent) / "config.yaml"
-        return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            self._configs.pop(agent, None)
+            return {}
+        key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        cached = self._configs.get(agent)
+        if cached is None or cached[0] != key:
+            cached = self._configs[agent] = (key, yaml.safe_load(path.read_text()) or {})
+        return copy.deepcopy(cached[1])  # the caller's to change, the cache stays as read
 
 
 def valid_name(name: str) -> bool:
