@@ -3,7 +3,7 @@ Run every benchmark in one process and write benchmarks/results/results.md
 and results.json. Speed and memory are reported as ratios and absolute
 numbers from one run on this machine; nothing here is a pass/fail test.
 
-usage: python benchmarks/run.py [name ...]   (names: hosting, tools, concurrency, schedules, fleet, records, identity, notify)
+usage: python benchmarks/run.py [name ...]   (names: hosting, tools, concurrency, schedules, fleet, records, identity, notify, web)
 """
 
 import json
@@ -23,6 +23,7 @@ import bench_notify  # noqa: E402
 import bench_records  # noqa: E402
 import bench_schedules  # noqa: E402
 import bench_tools  # noqa: E402
+import bench_web  # noqa: E402
 
 from norfab_hermes.testing.scripted_model import ScriptedModelServer  # noqa: E402
 
@@ -35,6 +36,7 @@ BENCHMARKS = {
     "records": bench_records,
     "identity": bench_identity,
     "notify": bench_notify,
+    "web": bench_web,
 }
 RESULTS = Path(__file__).parent / "results"
 
