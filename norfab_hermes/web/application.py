@@ -122,9 +122,10 @@ class HermesConsole:
         session), then the decided and expired ones from the workers' audit logs (read on from where the
         session's last read stopped)."""
         router = self.router(session)
-        listing = await self.call(views.pending_approvals, router)
         history = session.history if session else views.History()
+        # the history first: a decision landing between the two reads shows it pending, then decided
         problems = await self.call(views.approval_history, router, history)
+        listing = await self.call(views.pending_approvals, router)
         questions = session.questions if session else {}
         for approval in listing.items:
             if approval.run_id not in questions:
