@@ -6,7 +6,7 @@ numbers from one run on this machine, each beside its target where it has one an
 anchors (SQLite raw insert, bare AIAgent, NorFab no-op); nothing here is a pass/fail test.
 
 usage: python benchmarks/run.py [--compare OLD.json] [name ...]
-       (names: hosting, tools, concurrency, schedules, fleet, records, identity, notify, million, agents)
+       (names: hosting, tools, concurrency, schedules, fleet, records, identity, notify, million, agents, web)
        --compare: after the run, print OLD.json's value beside this run's for each figure
 """
 
@@ -30,6 +30,7 @@ import bench_notify  # noqa: E402
 import bench_records  # noqa: E402
 import bench_schedules  # noqa: E402
 import bench_tools  # noqa: E402
+import bench_web  # noqa: E402
 from common import row, sqlite_insert_ms  # noqa: E402
 
 from norfab_hermes.testing.scripted_model import ScriptedModelServer  # noqa: E402
@@ -45,6 +46,7 @@ BENCHMARKS = {
     "notify": bench_notify,
     "agents": bench_agents,
     "million": bench_million,
+    "web": bench_web,
 }
 RESULTS = Path(__file__).parent / "results"
 MET = {True: "yes", False: "NO", None: "n/a"}

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from contextlib import redirect_stdout
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -36,6 +36,7 @@ from norfab_hermes.web.server import console_server
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium is missing: make browser installs it")
 playwright = pytest.importorskip("playwright.sync_api")
+expect = playwright.expect
 
 WORKER = "hermes-worker-1"
 MARKER = "hermesPwned"
@@ -99,10 +100,9 @@ def noc(lab, keys):
     return Router(lab[0].client, signer=KeyFileSigner.load(keys["noc"]))
 
 
-@pytest.fixture(scope="module")
-def console(lab):
-    """The console, as ``python -m norfab_hermes.web`` runs it, on a thread with a NorFab client of its own."""
-    client = lab[0].make_client(name="hermes-web")
+@contextmanager
+def serving(client):
+    """The console, as ``python -m norfab_hermes.web`` runs it, on a thread with NorFab client ``client``."""
     port, ready, box = free_port(), threading.Event(), {}
 
     async def serve():
@@ -115,10 +115,18 @@ def console(lab):
     thread = threading.Thread(target=asyncio.run, args=(serve(),), name="console", daemon=True)
     thread.start()
     assert ready.wait(60), "the console did not start"
-    yield box["url"]
-    box["loop"].call_soon_threadsafe(box["stop"].set)
-    thread.join(30)
-    client.destroy()
+    try:
+        yield box["url"]
+    finally:
+        box["loop"].call_soon_threadsafe(box["stop"].set)
+        thread.join(30)
+        client.destroy()
+
+
+@pytest.fixture(scope="module")
+def console(lab):
+    with serving(lab[0].make_client(name="hermes-web")) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -231,11 +239,82 @@ def test_a_viewers_approve_is_refused_and_nothing_runs_and_a_decision_elsewhere_
     assert "denied" in lead.inner_text(".banner.flash")
     row = vera.locator(f"table.decided tr[data-approval='{approval['approval_id']}']")
     row.wait_for(timeout=30_000)
-    assert "denied" in row.inner_text() and vera.locator("article.approval").count() == 0
+    assert "denied" in row.inner_text()
+    expect(vera.locator("article.approval")).to_have_count(0)
     eventually(lambda: run_state(noc, run_id)["state"] == "finished", "the denied run ends")
     assert not changes_to(base, "sw2")
     vera.context.close()
     lead.context.close()
+
+
+def test_a_decision_through_the_client_shows_in_the_open_page_and_in_every_sessions_history(
+    lab, console, browser, keys, noc
+):
+    nf, _ = lab
+    page = signed_in(browser, console, keys, "lead")
+    page.evaluate("window.stayed = true")
+    run_id = park(noc, "sw2", "GigabitEthernet0/2")
+    expect(page.locator("article.approval")).to_have_count(1, timeout=60_000)
+    [approval] = pending(noc)
+    # decided from the nf# shell's router, not from this page: the page follows it from its event stream
+    shell = Router(nf.client, signer=KeyFileSigner.load(keys["lead"]))
+    assert not shell.decide("deny", approval["approval_id"], "denied from nf#", workers=WORKER)[WORKER]["failed"]
+    row = page.locator(f"table.decided tr[data-approval='{approval['approval_id']}']")
+    expect(row).to_contain_text("denied from nf#", timeout=60_000)
+    expect(page.locator("article.approval")).to_have_count(0, timeout=60_000)
+    assert page.evaluate("window.stayed") is True, "no reload"
+    eventually(lambda: run_state(noc, run_id)["state"] == "finished", "the denied run ends")
+    # a browser signed in afterwards never saw any of them pending: the history comes from the workers' records
+    fresh = signed_in(browser, console, keys, "lead")
+    ended = shell.call("get_audit", [WORKER], {"kind": "approval.decided"})[WORKER]["result"]["entries"]
+    assert len(ended) >= 3, "this module's earlier tests decided approvals too"
+    shown = fresh.locator("table.decided tr[data-approval]")
+    assert shown.evaluate_all("rows => rows.map(r => r.dataset.approval)") == [
+        e["data"]["approval_id"] for e in reversed(ended)
+    ], "every decided approval, newest first"
+    expect(fresh.locator(f"table.decided tr[data-approval='{approval['approval_id']}'] .state")).to_have_text("denied")
+    page.context.close()
+    fresh.context.close()
+
+
+def test_an_open_run_page_shows_its_tool_calls_and_their_jobs_as_they_happen(lab, console, browser, keys, noc):
+    nf, base = lab
+    page = signed_in(browser, console, keys, "lead")
+    instructions = f"{call('show_version', FB='r9')} {call('enable_port', FB='sw1', port='GigabitEthernet0/2')}"
+    res = noc.call("start_run", [WORKER], {"agent": "fixer", "instructions": instructions})
+    run_id = res[WORKER]["result"]["run_id"]
+    page.goto(f"{console}/runs/{WORKER}/fixer/{run_id}")
+    page.evaluate("window.stayed = true")
+    # in flight: the read-only call has run (its job named in the timeline), the change waits for its approval
+    expect(page.locator("#run-state")).to_have_text("waiting_for_approval", timeout=60_000)
+    expect(page.locator("ol.events")).to_contain_text("tool show_version completed, job ", timeout=60_000)
+    [approval] = pending(noc)
+    shell = Router(nf.client, signer=KeyFileSigner.load(keys["lead"]))
+    assert not shell.decide("approve", approval["approval_id"], "go", workers=WORKER)[WORKER]["failed"]
+    expect(page.locator("#run-state")).to_contain_text("finished", timeout=60_000)
+    calls = run_state(noc, run_id)["result"]["tool_calls"]
+    assert [c["tool"] for c in calls] == ["show_version", "enable_port"]
+    for c in calls:
+        expect(page.locator("ol.events")).to_contain_text(f"job {c['job_uuid']}")  # its outcome's event
+    assert page.locator("code.job-uuid").all_inner_texts() == [c["job_uuid"] for c in calls]
+    assert {c["job_uuid"] for c in calls} <= {uuid for uuid, _, _ in jobs(base)}, "jobs the nornir worker ran"
+    assert page.evaluate("window.stayed") is True, "the timeline changed in place"
+    page.context.close()
+
+
+def test_with_identity_off_every_page_of_a_real_lab_says_so(model, browser, tmp_path):
+    """A lab of its own whose hermes worker has no operators: no sign-in, the banner on every page."""
+    worker = hermes_worker(model.base_url, {"fixer": FIXER})
+    workers, files = network(["sw1"], models={"sw1": switch("sw1")}, users={WORKER: worker})
+    with norfab(tmp_path, workers, files) as nf, serving(nf.make_client(name="hermes-web-open")) as url:
+        status = nf.client.run_job("hermes", "get_status", workers=[WORKER], timeout=60)[WORKER]["result"]
+        page = browser.new_page()
+        for path in ("approvals", "runs", "agents", "schedules", "audit"):
+            page.goto(f"{url}/{path}")
+            assert page.url == f"{url}/{path}", "no sign-in with identity off"
+            expect(page.locator("#identity-off")).to_contain_text(f"{WORKER}: {status['identity']}")
+            expect(page.locator("#identity-off")).to_contain_text("NorFab client hermes-web-open")
+        page.close()
 
 
 def test_device_output_in_an_answer_renders_as_text_and_runs_no_script(lab, console, browser, keys, noc):

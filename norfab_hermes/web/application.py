@@ -118,26 +118,29 @@ class HermesConsole:
         return refused
 
     async def approvals(self, session: Optional[Session]) -> Dict[str, Any]:
-        """What the approvals page shows: pending ones with their runs' questions, then those the session
-        saw pending that have been decided or expired since (each one's end read once, from its run)."""
+        """What the approvals page shows: pending ones with their runs' questions (each read once per
+        session), then the decided and expired ones from the workers' audit logs (read on from where the
+        session's last read stopped)."""
         router = self.router(session)
+        history = session.history if session else views.History()
+        # the history first: a decision landing between the two reads shows it pending, then decided
+        problems = await self.call(views.approval_history, router, history)
         listing = await self.call(views.pending_approvals, router)
-        if session is None:
-            return {"listing": listing, "decided": [], "questions": {}}
-        now = {approval.approval_id: approval for approval in listing.items}
-        gone = [approval for approval_id, approval in session.pending.items() if approval_id not in now]
-        for ended in await self.call(views.ends_of, router, gone):
-            session.decided[ended.approval_id] = ended
-            session.pending.pop(ended.approval_id, None)
-        session.decided = dict(list(session.decided.items())[-views.DECIDED_SHOWN :])
+        questions = session.questions if session else {}
         for approval in listing.items:
-            if approval.run_id not in session.questions:
+            if approval.run_id not in questions:
                 state, _ = await self.call(views.run, router, approval.worker, approval.agent, approval.run_id)
-                session.questions[approval.run_id] = state.instructions if state else ""
-        session.pending.update(now)
-        session.questions = {a.run_id: session.questions[a.run_id] for a in listing.items}
-        decided = sorted(session.decided.values(), key=lambda a: a.decided or a.requested, reverse=True)
-        return {"listing": listing, "decided": decided, "questions": session.questions}
+                questions[approval.run_id] = state.instructions if state else ""
+        if session is not None:
+            session.questions = {a.run_id: questions[a.run_id] for a in listing.items}
+        return {
+            "listing": listing,
+            "decided": history.newest(),
+            "history_problems": problems,
+            "questions": questions,
+            "shown": views.DECIDED_SHOWN,
+            "since": views.HISTORY_SINCE,
+        }
 
 
 def log_request(handler: tornado.web.RequestHandler) -> None:

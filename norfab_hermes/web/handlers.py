@@ -1,6 +1,6 @@
 """
 The console's Tornado handlers: pages rendered from autoescaped templates,
-live fragments the static script polls, the two decisions and sign-in.
+live fragments pushed as server-sent events, the two decisions and sign-in.
 
 Every response carries a strict Content-Security-Policy (scripts and styles
 from the console's own files only, no inline script or style, no framing);
@@ -8,11 +8,13 @@ Tornado checks a CSRF token on every POST (``xsrf_cookies``). A page needs a
 signed-in session whenever some worker takes only operators' requests.
 """
 
+import asyncio
 import json
 import logging
 import secrets
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Protocol, Tuple, TypeVar
+from typing import Any, Awaitable, Callable, Dict, FrozenSet, List, Optional, Protocol, Tuple, TypeVar
 
+import tornado.iostream
 import tornado.web
 from markupsafe import Markup
 
@@ -29,7 +31,8 @@ CSP = (
 )
 SESSION_COOKIE = "hermes_console"
 SIGN_IN_COOKIE = "hermes_sign_in"
-LIVE_DONE = "X-Hermes-Live"  # a live fragment's header when it will not change again: the script stops polling
+# seconds between a live stream's reads of the workers: the console reads them for the browser, which only listens
+LIVE_SECONDS = 1.0
 
 
 class Console(Protocol):
@@ -131,12 +134,37 @@ class ConsoleHandler(tornado.web.RequestHandler):
             )
         )
 
-    def fragment(self, template: str, done: bool = False, **context: Any) -> None:
-        if done:
-            self.set_header(LIVE_DONE, "done")
-        self.finish(
-            self.console.render(template, base=self.console.base, xsrf=Markup(self.xsrf_form_html()), **context)
-        )
+    def fragment(self, template: str, **context: Any) -> str:
+        return self.console.render(template, base=self.console.base, xsrf=Markup(self.xsrf_form_html()), **context)
+
+
+class LiveStream(ConsoleHandler):
+    """A live part of a page as server-sent events: its fragment each time it changes, then ``done``
+    once it will not change again. The browser's EventSource only listens (no polling from the page)."""
+
+    closed = False
+
+    def on_connection_close(self) -> None:
+        self.closed = True
+
+    async def stream(self, read: Callable[[], Awaitable[Tuple[str, bool]]]) -> None:
+        self.set_header("Content-Type", "text/event-stream; charset=UTF-8")
+        last = None
+        try:
+            while not self.closed:
+                html, done = await read()
+                if html != last:
+                    self.write("".join(f"data: {line}\n" for line in html.splitlines() or [""]) + "\n")
+                    last = html
+                if done:
+                    self.write("event: done\ndata: done\n\n")
+                await self.flush()
+                if done:
+                    break
+                await asyncio.sleep(LIVE_SECONDS)
+        except (tornado.iostream.StreamClosedError, asyncio.CancelledError):
+            return  # the page went away, or the console is stopping
+        self.finish()
 
 
 class Home(ConsoleHandler):
@@ -152,10 +180,15 @@ class Approvals(ConsoleHandler):
             self.page("approvals.html", **await self.console.approvals(self.session))
 
 
-class ApprovalsLive(ConsoleHandler):
+class ApprovalsLive(LiveStream):
+    """The pending and decided approvals, pushed when a decision or a new approval changes them."""
+
     async def get(self) -> None:
         if self.allowed():
-            self.fragment("_approvals.html", **await self.console.approvals(self.session))
+            await self.stream(self.read)
+
+    async def read(self) -> Tuple[str, bool]:
+        return self.fragment("_approvals.html", **await self.console.approvals(self.session)), False
 
 
 class Decision(ConsoleHandler):
@@ -206,13 +239,20 @@ class Run(ConsoleHandler):
         )
 
 
-class RunLive(ConsoleHandler):
+class RunLive(LiveStream):
+    """A run's timeline while it is in flight: each tool call (with its job) pushed as it lands."""
+
     async def get(self, worker: str, agent: str, run_id: str) -> None:
         if not self.allowed():
             return
-        state, problem = await self.console.call(views.run, self.console.router(self.session), worker, agent, run_id)
-        done = state is None or state.state == "finished"
-        self.fragment("_timeline.html", done=done, state=state, problem=problem, markdown=views.markdown)
+        router = self.console.router(self.session)
+
+        async def read() -> Tuple[str, bool]:
+            state, problem = await self.console.call(views.run, router, worker, agent, run_id)
+            html = self.fragment("_timeline.html", state=state, problem=problem, markdown=views.markdown)
+            return html, state is None or state.state == "finished"
+
+        await self.stream(read)
 
 
 class Evidence(ConsoleHandler):

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional
 
 from ..identity.grant import SessionSigner, granting_key, parse_grant
 from ..identity.signatures import SignatureError
-from ..models import ApprovalInfo
+from .views import History
 
 SIGN_IN_TIMEOUT = 600.0  # seconds a started sign-in waits for its grant
 WAITING = 100  # sign-ins waiting at most: anyone who reaches the console can start one
@@ -52,10 +52,8 @@ class Session:
     expires: float
     seen: float
     flashes: List[str] = field(default_factory=list)  # outcomes of its last actions, shown once
-    # what its approvals page showed: pending approvals and their runs' questions, then how they ended
-    pending: Dict[str, ApprovalInfo] = field(default_factory=dict)
-    questions: Dict[str, str] = field(default_factory=dict)
-    decided: Dict[str, ApprovalInfo] = field(default_factory=dict)
+    questions: Dict[str, str] = field(default_factory=dict)  # the questions of the runs its approvals page showed
+    history: History = field(default_factory=History)  # the decided approvals it read, and up to where
 
     def flash(self, text: str) -> None:
         self.flashes.append(text)

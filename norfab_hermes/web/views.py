@@ -8,6 +8,7 @@ thread.
 """
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -20,6 +21,8 @@ from ..models import (
     AgentSummary,
     ApprovalInfo,
     Artifact,
+    AuditEntry,
+    AuditPage,
     AuditVerifyData,
     EvidenceResultData,
     RunStateData,
@@ -33,7 +36,9 @@ from ..routing import Router, RoutingError, records
 
 RUN_FILTERS = ("agent", "state", "stop_reason", "text", "case_id")  # get_runs filters the runs page offers
 HISTORY_SHOWN = 20  # runs of a schedule in its history strip, newest last
-DECIDED_SHOWN = 20  # decided and expired approvals the approvals page keeps below the pending ones
+DECIDED_SHOWN = 50  # decided and expired approvals the approvals page shows below the pending ones, newest first
+HISTORY_SINCE = "7d"  # how far back the workers' audit logs are read for them
+ENDED_KINDS = ("approval.decided", "approval.expired")  # the audit entries an approval's end writes
 
 # CommonMark without raw HTML: tags in an answer come out as text; links keep markdown-it's
 # check (no javascript:, vbscript:, file: or data: other than images)
@@ -96,15 +101,87 @@ def pending_approvals(router: Router) -> Listing:
     return listing
 
 
-def ends_of(router: Router, gone: List[ApprovalInfo]) -> List[ApprovalInfo]:
-    """How approvals that left the pending list ended (decided or expired), read from their runs;
-    one whose run does not say yet is left out (asked again next time)."""
-    ended = []
-    for approval in gone:
-        state, _ = run(router, approval.worker, approval.agent, approval.run_id)
-        now = [a for a in (state.approvals if state else []) if a.approval_id == approval.approval_id]
-        ended += [a for a in now if a.state != "pending"]
-    return ended
+@dataclass
+class Ended:
+    """A decided or expired approval as its worker's audit log keeps it."""
+
+    approval_id: str
+    tool: str
+    agent: str
+    worker: str
+    state: str
+    decided_by: Optional[str]
+    note: Optional[str]
+    decided: str
+
+
+@dataclass
+class History:
+    """The decided and expired approvals a session has read from the audit logs, and where each log's
+    read stopped: the next read asks only for what came after (the first one reads the whole window)."""
+
+    ended: Dict[Tuple[str, str], Ended] = field(default_factory=dict)  # by (approval id, state)
+    after: Dict[Tuple[str, str], int] = field(default_factory=dict)  # by (worker, kind): last seq read
+    # a page and its live stream read for one session at once, on two of the console's threads
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def newest(self) -> List[Ended]:
+        return sorted(self.ended.values(), key=lambda ended: ended.decided, reverse=True)[:DECIDED_SHOWN]
+
+
+def approval_history(router: Router, history: History) -> List[str]:
+    """Read into ``history`` the approvals decided or expired since its last read (within
+    ``HISTORY_SINCE``) from every alive worker's audit log (``get_audit``: no task lists the approval
+    records themselves); what could not be read."""
+    try:
+        workers = router.select()
+    except RoutingError as error:
+        return [str(error)]
+    with history.lock:
+        return _read_history(router, history, workers)
+
+
+def _read_history(router: Router, history: History, workers: List[str]) -> List[str]:
+    problems = []
+    for worker in workers:
+        for kind in ENDED_KINDS:
+            after = history.after.get((worker, kind), 0)
+            while True:
+                try:
+                    res = records.audit(router, worker, after, limit=records.AUDIT_PAGE, kind=kind, since=HISTORY_SINCE)
+                except RoutingError as error:
+                    problems.append(str(error))
+                    break
+                failed, words = answer_of(res)
+                if failed:
+                    problems.append(f"{worker}: {words}")
+                    break
+                page = AuditPage.model_validate(res["result"])
+                for entry in page.entries:
+                    ended = ended_of(entry, kind)
+                    history.ended[(ended.approval_id, ended.state)] = ended  # a shared record's: once
+                    after = max(after, entry.seq)
+                history.after[(worker, kind)] = after
+                if page.next_after is None:
+                    break
+                after = page.next_after
+    kept = {(ended.approval_id, ended.state) for ended in history.newest()}
+    history.ended = {key: ended for key, ended in history.ended.items() if key in kept}
+    return problems
+
+
+def ended_of(entry: AuditEntry, kind: str) -> Ended:
+    data = entry.data
+    return Ended(
+        approval_id=str(data.get("approval_id", "")),
+        tool=str(data.get("tool", "")),
+        agent=entry.agent or "",
+        worker=entry.worker,
+        state=str(data.get("state") or kind.split(".")[1]),
+        decided_by=data.get("decided_by"),
+        note=data.get("note"),
+        decided=entry.time,
+    )
 
 
 def decide(router: Router, task: str, approval_id: str, worker: str, note: Optional[str]) -> Tuple[bool, str]:

@@ -77,6 +77,7 @@ class OpenWorkers(FakeClient):
             "get_status": {"ready": True, "max_concurrent_runs": 4, "identity": OFF},
             "get_approvals": [APPROVAL],
             "get_run": RUN,
+            "get_audit": {"entries": []},  # no approval decided yet
             "get_runs": {"runs": [{k: RUN[k] for k in ("run_id", "agent", "worker", "state", "started")}]},
             "evidence": {"agent": "fixer", "worker": WORKER, "artifact": ARTIFACT},
             "approve": {**APPROVAL, "state": "approved"},
@@ -177,7 +178,7 @@ def test_static_files_carry_the_same_policy(served):
     fetch, _ = served
     script = fetch("/hermes/static/console.js")
     assert script.code == 200 and script.headers["Content-Security-Policy"] == CSP
-    assert b"X-Hermes-Live" in script.body
+    assert b"new EventSource(" in script.body
 
 
 def test_nfwebs_health_lists_the_console(served):

@@ -1,41 +1,36 @@
-// hermes console: live parts of a page. An element with data-live="URL" is fetched again every
-// POLL_MS and its content replaced by the server's rendering (escaped there) when it changed,
-// unless the operator is typing in it. The server says when a part is final (X-Hermes-Live: done).
+// hermes console: live parts of a page. An element with data-live="URL" listens to that URL's
+// server-sent events (EventSource): each message is the part's new rendering (escaped on the
+// server), put in place unless the operator is typing in it (then once they leave it). The
+// server sends "done" when the part is final; the stream is closed then.
 "use strict";
 
-const POLL_MS = 2000;
-
 function follow(element) {
-  const url = element.dataset.live;
-  let last = element.innerHTML;
+  const source = new EventSource(element.dataset.live);
+  let pending = null;
 
-  async function refresh() {
-    try {
-      const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } });
-      if (response.status === 403) {
-        element.dataset.stale = "signed out";
-        return;
-      }
-      if (response.ok) {
-        const html = await response.text();
-        const typing = element.contains(document.activeElement) && document.activeElement.tagName === "TEXTAREA";
-        if (html !== last && !typing) {
-          element.innerHTML = html;
-          last = html;
-          element.dispatchEvent(new CustomEvent("hermes:refreshed", { bubbles: true }));
-        }
-        if (response.headers.get("X-Hermes-Live") === "done") {
-          delete element.dataset.live;
-          return;
-        }
-      }
-    } catch (error) {
-      element.dataset.stale = String(error);
+  function show(html) {
+    const typing = element.contains(document.activeElement) && document.activeElement.tagName === "TEXTAREA";
+    if (typing) {
+      pending = html;
+      return;
     }
-    window.setTimeout(refresh, POLL_MS);
+    pending = null;
+    element.innerHTML = html;
+    element.dispatchEvent(new CustomEvent("hermes:refreshed", { bubbles: true }));
   }
 
-  window.setTimeout(refresh, POLL_MS);
+  source.onmessage = (event) => show(event.data);
+  source.addEventListener("done", () => {
+    source.close();
+    delete element.dataset.live;
+  });
+  source.onerror = () => {
+    // a refused stream (403: signed out) closes it; a dropped one is retried by the browser
+    if (source.readyState === EventSource.CLOSED) element.dataset.stale = "signed out";
+  };
+  element.addEventListener("focusout", () => {
+    if (pending !== null) window.setTimeout(() => pending !== null && show(pending), 0);
+  });
 }
 
 document.addEventListener("DOMContentLoaded", () => {
