@@ -62,6 +62,10 @@ class HermesConsole:
         )
         self.executor = ThreadPoolExecutor(CALL_THREADS, thread_name_prefix="hermes-web")
         self._identity: Tuple[float, Dict[str, Tuple[bool, str]]] = (0.0, {})
+        # what the approvals page of a browser without a session (identity off) has read: the same unsigned
+        # reads for every such browser, so their live updates read on from the last one, not the whole week
+        self.unsigned_history = views.History()
+        self.unsigned_questions: Dict[str, str] = {}
 
     # ------------------------------------------------------------ NFWeb module
 
@@ -122,17 +126,20 @@ class HermesConsole:
         session), then the decided and expired ones from the workers' audit logs (read on from where the
         session's last read stopped)."""
         router = self.router(session)
-        history = session.history if session else views.History()
+        history = session.history if session else self.unsigned_history
         # the history first: a decision landing between the two reads shows it pending, then decided
         problems = await self.call(views.approval_history, router, history)
         listing = await self.call(views.pending_approvals, router)
-        questions = session.questions if session else {}
+        questions = session.questions if session else self.unsigned_questions
         for approval in listing.items:
             if approval.run_id not in questions:
                 state, _ = await self.call(views.run, router, approval.worker, approval.agent, approval.run_id)
                 questions[approval.run_id] = state.instructions if state else ""
+        questions = {a.run_id: questions[a.run_id] for a in listing.items}  # those no longer pending go
         if session is not None:
-            session.questions = {a.run_id: questions[a.run_id] for a in listing.items}
+            session.questions = questions
+        else:
+            self.unsigned_questions = questions
         return {
             "listing": listing,
             "decided": history.newest(),
