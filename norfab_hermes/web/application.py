@@ -19,7 +19,8 @@ from tornado.log import access_log
 
 from ..routing import Router, RoutingError
 from ..routing.router import BROKER_TIMEOUT
-from . import handlers, views
+from . import views
+from .routes import routes as console_routes
 from .sessions import Session, Sessions
 
 STATIC = Path(__file__).parent / "static"
@@ -70,7 +71,7 @@ class HermesConsole:
     # ------------------------------------------------------------ NFWeb module
 
     def routes(self) -> List[Any]:
-        return handlers.routes(self, str(STATIC))
+        return console_routes(self, str(STATIC))
 
     def health(self) -> Dict[str, Any]:
         """ok while the console last found hermes workers alive; how many, and the sessions open."""

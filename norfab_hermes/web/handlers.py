@@ -1,6 +1,6 @@
 """
 The console's Tornado handlers: pages rendered from autoescaped templates,
-live fragments pushed as server-sent events, the two decisions and sign-in.
+the two decisions and sign-in (the live parts of pages are in ``live``).
 
 Every response carries a strict Content-Security-Policy (scripts and styles
 from the console's own files only, no inline script or style, no framing);
@@ -8,13 +8,11 @@ Tornado checks a CSRF token on every POST (``xsrf_cookies``). A page needs a
 signed-in session whenever some worker takes only operators' requests.
 """
 
-import asyncio
 import json
 import logging
 import secrets
-from typing import Any, Awaitable, Callable, Dict, FrozenSet, List, Optional, Protocol, Tuple, TypeVar
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Protocol, Tuple, TypeVar
 
-import tornado.iostream
 import tornado.web
 from markupsafe import Markup
 
@@ -31,8 +29,6 @@ CSP = (
 )
 SESSION_COOKIE = "hermes_console"
 SIGN_IN_COOKIE = "hermes_sign_in"
-# seconds between a live stream's reads of the workers: the console reads them for the browser, which only listens
-LIVE_SECONDS = 1.0
 
 
 class Console(Protocol):
@@ -138,35 +134,6 @@ class ConsoleHandler(tornado.web.RequestHandler):
         return self.console.render(template, base=self.console.base, xsrf=Markup(self.xsrf_form_html()), **context)
 
 
-class LiveStream(ConsoleHandler):
-    """A live part of a page as server-sent events: its fragment each time it changes, then ``done``
-    once it will not change again. The browser's EventSource only listens (no polling from the page)."""
-
-    closed = False
-
-    def on_connection_close(self) -> None:
-        self.closed = True
-
-    async def stream(self, read: Callable[[], Awaitable[Tuple[str, bool]]]) -> None:
-        self.set_header("Content-Type", "text/event-stream; charset=UTF-8")
-        last = None
-        try:
-            while not self.closed:
-                html, done = await read()
-                if html != last:
-                    self.write("".join(f"data: {line}\n" for line in html.splitlines() or [""]) + "\n")
-                    last = html
-                if done:
-                    self.write("event: done\ndata: done\n\n")
-                await self.flush()
-                if done:
-                    break
-                await asyncio.sleep(LIVE_SECONDS)
-        except (tornado.iostream.StreamClosedError, asyncio.CancelledError):
-            return  # the page went away, or the console is stopping
-        self.finish()
-
-
 class Home(ConsoleHandler):
     def get(self) -> None:
         self.redirect(f"{self.console.base}/approvals")
@@ -178,17 +145,6 @@ class Approvals(ConsoleHandler):
     async def get(self) -> None:
         if self.allowed():
             self.page("approvals.html", **await self.console.approvals(self.session))
-
-
-class ApprovalsLive(LiveStream):
-    """The pending and decided approvals, pushed when a decision or a new approval changes them."""
-
-    async def get(self) -> None:
-        if self.allowed():
-            await self.stream(self.read)
-
-    async def read(self) -> Tuple[str, bool]:
-        return self.fragment("_approvals.html", **await self.console.approvals(self.session)), False
 
 
 class Decision(ConsoleHandler):
@@ -237,22 +193,6 @@ class Run(ConsoleHandler):
             run_id=run_id,
             markdown=views.markdown,
         )
-
-
-class RunLive(LiveStream):
-    """A run's timeline while it is in flight: each tool call (with its job) pushed as it lands."""
-
-    async def get(self, worker: str, agent: str, run_id: str) -> None:
-        if not self.allowed():
-            return
-        router = self.console.router(self.session)
-
-        async def read() -> Tuple[str, bool]:
-            state, problem = await self.console.call(views.run, router, worker, agent, run_id)
-            html = self.fragment("_timeline.html", state=state, problem=problem, markdown=views.markdown)
-            return html, state is None or state.state == "finished"
-
-        await self.stream(read)
 
 
 class Evidence(ConsoleHandler):
@@ -386,31 +326,3 @@ class SignOut(ConsoleHandler):
         self.console.sessions.end(self.get_cookie(SESSION_COOKIE))
         self.clear_cookie(SESSION_COOKIE, path=self.console.base)
         self.redirect(f"{self.console.base}/signin")
-
-
-def routes(console: Console, static: str) -> list:
-    """The console's Tornado routes under ``console.base``."""
-    base, kwargs = console.base, {"console": console}
-    run = r"/runs/([^/]+)/([^/]+)/([^/]+)"
-    pages: Dict[str, Any] = {
-        r"/?": Home,
-        r"/approvals": Approvals,
-        r"/approvals/live": ApprovalsLive,
-        r"/approvals/([^/]+)/(approve|deny)": Decision,
-        r"/runs": Runs,
-        run: Run,
-        run + r"/live": RunLive,
-        r"/evidence/([^/]+)/([^/]+)/([^/]+)": Evidence,
-        r"/agents": Agents,
-        r"/schedules": Schedules,
-        r"/schedules/([^/]+)/([^/]+)/([^/]+)/(pause|resume)": ScheduleAction,
-        r"/audit": Audit,
-        r"/audit/export": AuditExport,
-        r"/signin": SignInPage,
-        r"/signin/([^/]+)/key": SignInKey,
-        r"/signin/([^/]+)": SignInComplete,
-        r"/signout": SignOut,
-    }
-    table: list = [(base + pattern, handler, kwargs) for pattern, handler in pages.items()]
-    table.append((base + r"/static/(.*)", ConsoleStatic, {"path": static}))
-    return table
