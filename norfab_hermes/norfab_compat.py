@@ -71,6 +71,23 @@ def forget_job(client: Any, uuid: str) -> None:
         log.warning(f"Could not forget job {uuid}: {error!r}")
 
 
+def job_pending(client: Any, service: str, uuid: str, timeout: float = 10.0) -> Optional[bool]:
+    """Whether job ``uuid`` has not ended on any worker of ``service``; None when not every worker answered.
+
+    NorFab 0.25's ``job_list`` task with a ``uuid`` lists that job whatever its state (its pending and
+    completed filters apply only without one) and names a job that ended ``COMPLETED`` (failed ones
+    too): any other status has not ended.
+    """
+    try:
+        replies = client.run_job(service, "job_list", kwargs={"uuid": uuid}, workers="all", timeout=timeout)
+    except Exception as error:  # the broker or the service did not answer: not known
+        log.warning(f"Could not ask {service} about job {uuid}: {error!r}")
+        return None
+    if not replies or any(reply.get("failed") for reply in replies.values()):
+        return None
+    return any(job.get("status") != "COMPLETED" for reply in replies.values() for job in reply.get("result") or [])
+
+
 def client_jobs(client: Any, service: str, task: str, last: int) -> List[Dict[str, Any]]:
     """The newest ``last`` jobs of ``service.task`` an NFPClient sent, newest first (its local store)."""
     return client.job_db.fetch_jobs(service=service, task=task, last=last) or []

@@ -1,12 +1,14 @@
 """
 One fleet, one record: two hermes workers, each its own OS process, sharing a real PostgreSQL
 (records.backend postgresql). A dedupe key and a daily budget hold across them; a change's device
-lock excludes the other worker until the holder is killed (kill -9), whose change is then
-outcome_unknown; the dead worker's runs are in get_runs and handover meanwhile. Checked on the
-FakeNOS switch's own log and the nornir worker's job store.
+lock excludes the other worker until the holder is killed (kill -9), and the change job it left
+running on nornir excludes it until that job ends; the killed change is then outcome_unknown; the
+dead worker's runs are in get_runs and handover meanwhile. Checked on the FakeNOS switch's own log
+and the nornir worker's job store.
 """
 
 import contextlib
+import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,17 +18,19 @@ from datetime import datetime
 import psycopg
 import pytest
 from conftest import eventually, hermes_worker, network, norfab, ok, result_of, run
-from test_changes import ENABLE_PORT, PORT_STATE, call, changes_to, device_log, job_finished, switch
+from test_changes import ENABLE_PORT, PORT_STATE, call, changes_to, device_log, job_finished, jobs, switch
 
 from norfab_hermes.routing import Hermes
 from norfab_hermes.testing.embedded import kill_process_group, worker_process
 
 ONE, TWO = "hermes-pg-1", "hermes-pg-2"
 DSN_ENV = "NORFAB_HERMES_PG_DSN"
-SLOW = "GigabitEthernet0/3"  # the switch takes 5 s to change it: the change job is in flight that long
+SLOW = "GigabitEthernet0/3"  # the switch takes 10 s to change it: the change job is in flight that long
 TOOLS = {"port_state": PORT_STATE, "enable_port": ENABLE_PORT}
+OPS = {"instructions": "You change ports.", "toolsets": ["norfab"], "run_timeout": 120, "tools": TOOLS}
 AGENTS = {
-    "ops": {"instructions": "You change ports.", "toolsets": ["norfab"], "run_timeout": 120, "tools": TOOLS},
+    "ops": OPS,
+    "quick": {**OPS, "changes": {"lock_wait": 0}},
     "alarm": {"instructions": "You investigate alarms.", "dedupe_window": 120},
     "daily": {"instructions": "You watch.", "hermes": {"model": {"default": "alpha-model"}}, "daily_tokens": 3000},
 }
@@ -55,7 +59,9 @@ def fleet(model, postgres, tmp_path_factory):
     """The broker and nornir in this process; the two hermes workers each in a process of their own."""
     settings = {"records": {"backend": "postgresql", "dsn_env": DSN_ENV}}
     users = {name: hermes_worker(model.base_url, AGENTS, **settings) for name in (ONE, TWO)}
-    workers, files = network(["sw1"], models={"sw1": switch("sw1")}, users=users)
+    slow = switch("sw1")
+    slow["python"] = slow["python"].replace("SLOW_SECONDS = 5", "SLOW_SECONDS = 10")
+    workers, files = network(["sw1"], models={"sw1": slow}, users=users)
     base = tmp_path_factory.mktemp("fleet")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(DSN_ENV, postgres)  # the worker processes inherit it: the DSN never is in the inventory
@@ -109,12 +115,12 @@ def test_a_daily_budget_spent_on_one_worker_stops_the_agent_on_the_other(fleet):
     assert ok(run(nf.client, "get_status", worker=TWO))["budgets"]["daily"]["tokens"] == spent["tokens"]
 
 
-def change(nf, worker, port):
+def change(nf, worker, port, agent="ops"):
     """An interactive change of sw1's ``port`` on ``worker``, each approval question answered yes."""
     future = nf.client.submit_job(
         "hermes",
         "invoke",
-        kwargs={"agent": "ops", "instructions": call("enable_port", FB="sw1", port=port), "interactive": True},
+        kwargs={"agent": agent, "instructions": call("enable_port", FB="sw1", port=port), "interactive": True},
         workers=worker,
         timeout=150,
     )
@@ -131,7 +137,21 @@ def cut_change(nf, worker, port):
         change(nf, worker, port)
 
 
-def test_a_killed_lock_holder_lets_the_other_worker_change_the_device_and_its_change_is_outcome_unknown(fleet):
+def sent_by(base, worker):
+    """The configuration jobs, dry runs included, ``worker`` sent for sw1."""
+    return [j for j in jobs(base, clients=(worker,)) if j[1] == "cfg" and j[2].get("FB") == "sw1"]
+
+
+def nornir_times(base, uuid, worker="nornir-worker-1"):
+    """When nornir started and completed job ``uuid`` (its job store's timestamps)."""
+    with sqlite3.connect(base / f"__norfab__/files/worker/{worker}/{worker}.db") as db:
+        [times] = db.execute("SELECT started_timestamp, completed_timestamp FROM jobs WHERE uuid = ?", (uuid,))
+    return times
+
+
+def test_a_killed_lock_holder_lets_the_other_worker_change_the_device_once_its_job_ended_and_is_outcome_unknown(
+    fleet,
+):
     nf, base = fleet.nf, fleet.base
     threading.Thread(target=cut_change, args=(nf, ONE, SLOW), daemon=True).start()
     # ONE's lock is the fleet's: TWO shows it
@@ -141,9 +161,15 @@ def test_a_killed_lock_holder_lets_the_other_worker_change_the_device_and_its_ch
     assert (lock["device"], lock["agent"]) == ("sw1", "ops")
     [(first, _, _)] = eventually(lambda: changes_to(base, "sw1", clients=(ONE,)), "ONE's change job", step=0.05)
     kill_process_group(fleet.processes[ONE])
-    # TWO starts once ONE's change job ended on nornir: NorFab 0.25's nornir keeps a job's rendered
-    # config on the shared host object, so a dry run overlapping it could swap the config sent
-    eventually(lambda: job_finished(base, first), "ONE's change job ended on nornir", timeout=30, step=0.5)
+    eventually(lambda: not ok(run(nf.client, "get_status", worker=TWO))["changes"]["locks"], "ONE's lock ended")
+    # the lock ended with ONE, its change job did not: a change that may not wait is refused, naming the job
+    [refused] = change(nf, TWO, "GigabitEthernet0/1", agent="quick")["tool_calls"]
+    assert refused["status"] == "refused", refused
+    assert first in refused["error"] and "still running on nornir" in refused["error"], refused
+    assert not job_finished(base, first)
+    assert sent_by(base, TWO) == [], "no job from TWO to sw1, not even a dry run"
+    # one that may wait starts once ONE's job ended on nornir (NorFab 0.25's nornir keeps a job's rendered
+    # config on the shared host object: a dry run overlapping it could swap the config sent)
     [made] = change(nf, TWO, "GigabitEthernet0/1")["tool_calls"]
     assert made["change"]["outcome"] == "verified", made
     assert device_log(nf, "sw1") == [
@@ -154,6 +180,8 @@ def test_a_killed_lock_holder_lets_the_other_worker_change_the_device_and_its_ch
         "5 no shutdown GigabitEthernet0/1",
         "6 end",
     ], "one change after the other on the switch"
+    second = sent_by(base, TWO)[0][0]  # its dry run
+    assert nornir_times(base, second)[0] >= nornir_times(base, first)[1], "TWO's first job started after ONE's ended"
     # while ONE is down the shared record answers for it; ONE, if the broker still listed it, is named as gone
     replies = Hermes(nf.client).runs(agent="ops")
     [page] = [ok(res) for res in replies.values() if not res["failed"]]

@@ -75,3 +75,18 @@ def test_a_tool_job_uuid_names_run_agent_and_operator_in_safe_characters():
     assert first.startswith("7c0a52f1d9e3.fixer.alice.") and first != second
     assert tool_job_uuid("r1", "a", "nfcli 1/x.y").split(".")[2] == "nfcli_1_x_y"
     assert tool_job_uuid("r1", "a", None).split(".")[2] == "none"
+
+
+def test_job_list_with_a_uuid_lists_that_job_whatever_its_state_and_names_an_ended_one_completed():
+    """What norfab_compat.job_pending reads: a change job a killed hermes worker left on nornir."""
+    import norfab.core.worker as worker
+
+    listing = inspect.getsource(worker.NFPWorker.job_list)
+    assert "uuid=uuid" in listing and {"pending", "completed", "uuid"} <= set(
+        inspect.signature(worker.NFPWorker.job_list).parameters
+    )
+    assert 'if job["status"] in ("COMPLETED", "FAILED"):' in listing.replace("elif", "if")
+    assert 'job["status"] = "COMPLETED"' in listing
+    store = next(v for v in vars(worker).values() if inspect.isclass(v) and hasattr(v, "list_jobs"))
+    selecting = inspect.getsource(store.list_jobs)
+    assert selecting.index("if uuid:") < selecting.index("else:") < selecting.index("if pending:")

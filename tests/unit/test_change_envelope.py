@@ -1,6 +1,8 @@
 """The change envelope's state (no NorFab): device locks, breakers and hourly caps that survive a
 restart, markers that become unknown outcomes, and the definitions that declare changes."""
 
+import contextlib
+import sqlite3
 import threading
 import time
 
@@ -9,7 +11,7 @@ import pytest
 from norfab_hermes.errors import InventoryError, UnknownOutcome
 from norfab_hermes.models import ChangePolicy, OutcomeUnknown, parse_agent
 from norfab_hermes.worker.changes.control import ChangeControl
-from norfab_hermes.worker.changes.locks import DeviceLocks, Holder
+from norfab_hermes.worker.changes.locks import DeviceLocks, FleetDeviceLocks, Holder
 
 
 def never() -> bool:
@@ -46,6 +48,67 @@ def test_a_stopped_run_stops_waiting():
     started = time.monotonic()
     assert locks.acquire(["sw1"], Holder("run-b", "ops", "t"), 30, lambda: True) is not None
     assert time.monotonic() - started < 5
+
+
+class SharedRecord:
+    """The fleet record's change_jobs table, in SQLite: what FleetDeviceLocks writes and reads between locks."""
+
+    def __init__(self) -> None:
+        self.db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute(
+            "CREATE TABLE change_jobs (job_uuid TEXT, device TEXT, worker TEXT, run_id TEXT, service TEXT, sent TEXT)"
+        )
+
+    @contextlib.contextmanager
+    def transaction(self):
+        yield self.db
+
+    reading = transaction
+
+
+def left_by_a_killed_worker(record: SharedRecord, devices=("sw1",)) -> None:
+    FleetDeviceLocks(record, "hermes-1").sending("job-1", "nornir", list(devices), "run-a")
+
+
+def test_a_fleet_change_waits_for_the_job_a_killed_holder_left_running_then_goes():
+    record = SharedRecord()
+    left_by_a_killed_worker(record)
+    asked, ends = [], time.time() + 0.6
+    told = []
+
+    def pending(service, uuid):
+        asked.append((service, uuid))
+        return time.time() < ends
+
+    locks = FleetDeviceLocks(record, "hermes-2")
+    assert locks.wait_left(["sw2", "sw1"], pending, time.time() + 10, never, told.append) is None
+    assert asked[0] == ("nornir", "job-1") and len(asked) >= 2, "it asked nornir again until the job ended"
+    assert told == [
+        "device sw1 has change job job-1 of run run-a (worker hermes-1, which no longer holds the device) "
+        "still running on nornir"
+    ]
+    assert record.db.execute("SELECT count(*) FROM change_jobs").fetchone()[0] == 0, "the ended job is removed"
+
+
+@pytest.mark.parametrize(
+    "answer, state", [(True, "still running"), (None, "not known to have ended (not every worker answered)")]
+)
+def test_a_fleet_change_is_refused_at_its_deadline_naming_the_job_left_behind(answer, state):
+    record = SharedRecord()
+    left_by_a_killed_worker(record, ("sw1", "sw2"))
+    locks = FleetDeviceLocks(record, "hermes-2")
+    refusal = locks.wait_left(["sw2"], lambda service, uuid: answer, time.time() + 0.3, never, lambda why: None)
+    assert refusal.startswith("device sw2 has change job job-1 of run run-a (worker hermes-1, which no longer ")
+    assert f"{state} on nornir; waited " in refusal
+    assert record.db.execute("SELECT count(*) FROM change_jobs").fetchone()[0] == 2, "a job not ended stays listed"
+
+
+def test_a_change_job_whose_reply_was_read_is_no_longer_listed():
+    record = SharedRecord()
+    left_by_a_killed_worker(record)
+    FleetDeviceLocks(record, "hermes-1").settled("job-1")
+    assert FleetDeviceLocks(record, "hermes-2").wait_left(["sw1"], lambda *a: True, 0, never, print) is None
 
 
 def test_the_breaker_opens_after_failures_in_a_row_and_survives_a_restart(tmp_path):

@@ -11,6 +11,15 @@ hermes worker does not see them (NorFab 0.25 has no lock across workers).
 ``FleetDeviceLocks`` take them in the shared record as well: session
 advisory locks, which end with their connection, so a killed worker's locks
 end with it.
+
+A killed holder's change job may still be running on the network worker
+(a kill does not reach it), and so may the job of a holder that stopped
+waiting for its reply. One worker knows its own (its markers of changes in
+flight refuse the devices, ``outcomes``); in a fleet each change job is
+written to the record before it is sent and removed once its reply is read,
+so the next holder of the device, on any worker, finds the jobs left behind
+and waits for each to end on the network worker before it touches the
+device (``wait_left``).
 """
 
 import logging
@@ -21,11 +30,15 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional
 
 from ...errors import RecordsUnavailable
-from ...models import DeviceLock
+from ...models import DeviceLock, now_iso
 
 log = logging.getLogger(__name__)
 
 WAIT_STEP = 0.2  # seconds between looks at a stop while waiting
+LOOK_STEP = 0.5  # seconds between asks of the network worker whether a job left behind still runs
+
+# pending(service, job_uuid): whether the job still runs on a worker of the service; None: not every one answered
+Pending = Callable[[str, str], Optional[bool]]
 
 
 @dataclass(eq=False)
@@ -92,6 +105,23 @@ class DeviceLocks:
         with self._changed:
             held = sorted(self._held.items())
         return [shown(device, h) for device, h in held if agent in (None, h.agent)]
+
+    def sending(self, job_uuid: str, service: str, devices: List[str], run_id: str) -> None:
+        """A change job is about to be sent (one worker's markers of changes in flight say so already)."""
+
+    def settled(self, job_uuid: str) -> None:
+        """A change job's reply was read, or the job was never sent."""
+
+    def wait_left(
+        self,
+        devices: List[str],
+        pending: Pending,
+        deadline: float,
+        stopped: Callable[[], bool],
+        waiting: Callable[[str], None],
+    ) -> Optional[str]:
+        """Wait until no change job an earlier holder left behind runs on ``devices``; why not, else None."""
+        return None
 
 
 def lock_name(device: str) -> str:
@@ -162,6 +192,65 @@ class FleetDeviceLocks(DeviceLocks):
             return f"device {devices[0]} is being changed by another hermes worker; waited {wait:.0f}s"
         other = Holder(row["run_id"], row["agent"], row["tool"], row["since"])
         return f"device {row['device']} is being changed by {other.describe()} on worker {row['worker']}; waited {wait:.0f}s"
+
+    def sending(self, job_uuid: str, service: str, devices: List[str], run_id: str) -> None:
+        """Written before the job goes out, and durable: a worker killed right after leaves it."""
+        with self.db.transaction() as db:
+            for device in devices:
+                db.execute(
+                    "INSERT INTO change_jobs (job_uuid, device, worker, run_id, service, sent) VALUES (?, ?, ?, ?, ?, ?)",
+                    [job_uuid, device, self.worker, run_id, service, now_iso()],
+                )
+
+    def settled(self, job_uuid: str) -> None:
+        try:
+            with self.db.transaction() as db:
+                db.execute("DELETE FROM change_jobs WHERE job_uuid = ?", [job_uuid])
+        except RecordsUnavailable:  # the next holder asks the network worker, finds it ended, removes it
+            log.warning(f"{self.worker} - Change job {job_uuid} stays listed in the records until the next holder")
+
+    def wait_left(
+        self,
+        devices: List[str],
+        pending: Pending,
+        deadline: float,
+        stopped: Callable[[], bool],
+        waiting: Callable[[str], None],
+    ) -> Optional[str]:
+        """Ask the network worker about each job left behind on ``devices`` until each has ended (its rows
+        removed then), or refuse at ``deadline``, naming the job."""
+        started, told = time.time(), False
+        try:
+            while True:
+                with self.db.reading() as db:
+                    marks = ", ".join("?" * len(devices))
+                    rows = db.execute(
+                        f"SELECT * FROM change_jobs WHERE device IN ({marks}) ORDER BY sent, device", devices
+                    ).fetchall()
+                running, state = None, ""
+                for row in rows:
+                    now = pending(row["service"], row["job_uuid"])
+                    if now is False:
+                        self.settled(row["job_uuid"])
+                    elif running is None:
+                        running, state = (
+                            row,
+                            "still running" if now else "not known to have ended (not every worker answered)",
+                        )
+                if running is None:
+                    return None
+                why = (
+                    f"device {running['device']} has change job {running['job_uuid']} of run {running['run_id']} "
+                    f"(worker {running['worker']}, which no longer holds the device) {state} on {running['service']}"
+                )
+                if time.time() >= deadline or stopped():
+                    return f"{why}; waited {time.time() - started:.0f}s"
+                if not told:
+                    told = True
+                    waiting(why)
+                time.sleep(min(LOOK_STEP, max(deadline - time.time(), 0.0)))
+        except RecordsUnavailable as error:
+            return f"the records database does not answer ({error}); no change is made until it does"
 
     def held(self, agent: Optional[str] = None) -> List[DeviceLock]:
         """The fleet's locks: holder rows whose advisory lock a live session still holds."""

@@ -6,8 +6,8 @@ SQLite record takes the tables one worker keeps, in SQLite's words.
 For SQLite every ``CREATE TABLE`` of those tables is made if missing, the
 columns a file an older worker wrote lacks are added (``ALTER TABLE ... ADD
 COLUMN`` of a later migration included), then the indexes. The tables only a
-fleet needs (device lock holders, the record's id, the outbox marks) and
-PostgreSQL's functions stay on PostgreSQL.
+fleet needs (device lock holders, change jobs in flight, the record's id, the
+outbox marks) and PostgreSQL's functions stay on PostgreSQL.
 """
 
 import re

@@ -9,7 +9,8 @@ The call goes through these steps; any of them refuses it, with the reason:
 2. Admission: no device has a change of unknown outcome, the agent's
    breaker is closed, its windows (and the tool's) are open, and the run and
    the agent have changes left.
-3. Locks: every named device, waiting at most ``changes.lock_wait``.
+3. Locks: every named device, waiting at most ``changes.lock_wait``; in a
+   fleet, also for any change job an earlier holder left running on them.
 4. Preview (dry run or a read-only tool) and the digest of tool, task
    arguments, targets and preview.
 5. Approval, showing the devices, the preview and the digest.
@@ -17,8 +18,9 @@ The call goes through these steps; any of them refuses it, with the reason:
    previewed again, and its digest must be the approved one; admission is
    checked again (a window may have closed meanwhile).
 7. Before: the verify tool reads the devices.
-8. Send: a marker names the job before it goes out and goes once its reply
-   is read; a job whose reply never came has an unknown outcome.
+8. Send: a marker names the job before it goes out (in a fleet, the record
+   lists it too) and goes once its reply is read; a job whose reply never
+   came has an unknown outcome.
 9. Verify; a failed check counts against the agent's breaker and, when the
    agent's policy allows, the declared rollback runs (approval-gated unless
    it says otherwise); then the devices must show what they showed before.
@@ -26,8 +28,10 @@ The call goes through these steps; any of them refuses it, with the reason:
 """
 
 import json
+import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from ...errors import RecordsUnavailable
 from ...models import ChangePolicy, ChangeRecord, OutcomeUnknown, RollbackRecord, now_iso
 from ..approvals.approver import Approver
 from ..approvals.request import ChangeAsk
@@ -76,14 +80,18 @@ class ChangeRunner:
         built = payload.build(self.dispatcher, call)
         self.admit(call, policy, built)
         holder = Holder(run.run_id, spec.agent, spec.name)
+        locks = self.control.locks
         try:
             wait = self._lock_wait(policy, run)
-            locked = self.control.locks.acquire(
-                built.devices,
-                holder,
-                wait,
-                call.stopped,
-                lambda why: run.event(f"{spec.name} waiting up to {wait:.0f}s: {why}", severity="WARNING"),
+            deadline = time.time() + wait
+
+            def waiting(why: str) -> None:
+                run.event(f"{spec.name} waiting up to {wait:.0f}s: {why}", severity="WARNING")
+
+            locked = locks.acquire(built.devices, holder, wait, call.stopped, waiting)
+            # a holder killed or given up meanwhile may have left its change job running on the device
+            locked = locked or locks.wait_left(
+                built.devices, self.dispatcher.job_pending, deadline, call.stopped, waiting
             )
             if locked:
                 raise ToolError(f"{locked}; the call was not made")
@@ -181,15 +189,24 @@ class ChangeRunner:
             reason=CRASHED,
         )
         self.control.outcomes.begin(change)
-        run.event(f"tool {target.name} calling {service}.{task}", resource=[target.name])
-        timeout = self.dispatcher.call_timeout(target, run)
+        locks = self.control.locks
         try:
+            locks.sending(job, service, devices, run.run_id)
+        except RecordsUnavailable as error:
+            self.control.outcomes.end(job)
+            raise ToolError(
+                f"the change job could not be listed in the records ({error}); the call was not made"
+            ) from None
+        run.event(f"tool {target.name} calling {service}.{task}", resource=[target.name])
+        try:
+            timeout = self.dispatcher.call_timeout(target, run)
             reply = self.dispatcher.dispatch(target, built.kwargs, timeout, run, call.interrupted, trace, job)
             if not reply:
                 raise ToolError(f"job {job} for {service}.{task} got no reply in time")
         except ToolError as error:
             if trace.job_uuid is None:
                 self.control.outcomes.end(job)
+                locks.settled(job)
                 raise
             self.control.limits.count(run.agent)
             self.control.outcomes.unknown(change.model_copy(update={"reason": f"the tool stopped waiting: {error}"}))
@@ -201,6 +218,7 @@ class ChangeRunner:
             run.event(f"tool {target.name}: {message}", severity="WARNING")
             raise ToolError(message) from None
         self.control.outcomes.end(job)
+        locks.settled(job)
         self.control.limits.count(run.agent)
         return reply
 

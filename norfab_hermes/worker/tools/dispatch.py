@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Set, Tuple, Un
 import jsonschema
 
 from ...models import NorfabToolTarget
-from ...norfab_compat import forget_job, tool_job_uuid
+from ...norfab_compat import forget_job, job_pending, tool_job_uuid
 from ...safety import commands, guards, tool_class
 from ...safety.redact import scrub
 from ..evidence import capture
@@ -221,6 +221,10 @@ class Dispatcher:
             semaphore.release()
             if trace.job_uuid:
                 forget_job(self.client, trace.job_uuid)
+
+    def job_pending(self, service: str, uuid: str) -> Optional[bool]:
+        """Whether job ``uuid`` still runs on a worker of ``service``; None when not every worker answered."""
+        return job_pending(self.client, service, uuid)
 
     def bound(self, text: str) -> Tuple[str, bool]:
         if len(text) <= self.max_chars:
