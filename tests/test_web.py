@@ -154,8 +154,25 @@ def signed_in(browser, console, keys, operator):
     return page
 
 
+# what scrolls sideways at a width: the page itself, or any element of it (a table in its scroll box)
+SIDEWAYS = """() => [document.scrollingElement, ...document.querySelectorAll("main *")]
+    .filter(e => e === document.scrollingElement ? e.scrollWidth > window.innerWidth + 1
+                 : e.scrollWidth > e.clientWidth + 1 && ["auto", "scroll"].includes(getComputedStyle(e).overflowX))
+    .map(e => `${e.tagName.toLowerCase()}.${e.className}: ${e.scrollWidth} > ${e.clientWidth}`)"""
+
+
+def fits(page, width=WIDTHS["narrow"]):
+    """The page at ``width`` px scrolls nowhere sideways: its tables stack their rows as cards."""
+    page.set_viewport_size({"width": width, "height": 900})
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= width + 1, page.url
+    assert page.evaluate(SIDEWAYS) == [], page.url
+    page.set_viewport_size({"width": WIDTHS["wide"], "height": 900})
+
+
 def shoot(page, name):
-    """Save the page at both widths for the docs when asked (NORFAB_HERMES_SCREENSHOTS)."""
+    """Check that the page fits 390 px, and save it at both widths for the docs when asked
+    (NORFAB_HERMES_SCREENSHOTS)."""
+    fits(page)
     if not SCREENSHOTS:
         return
     for label, width in WIDTHS.items():
@@ -288,6 +305,15 @@ def test_an_open_run_page_shows_its_tool_calls_and_their_jobs_as_they_happen(lab
     # in flight: the read-only call has run (its job named in the timeline), the change waits for its approval
     expect(page.locator("#run-state")).to_have_text("waiting_for_approval", timeout=60_000)
     expect(page.locator("ol.events")).to_contain_text("tool show_version completed, job ", timeout=60_000)
+    # and its row in the tool-call table, with the job that ran it, while the run still waits
+    in_flight = run_state(noc, run_id)
+    [done] = in_flight["tool_calls"]
+    assert (in_flight["state"], in_flight["result"], done["tool"]) == ("waiting_for_approval", None, "show_version")
+    row = page.locator("tr.tool-call", has_text=done["job_uuid"])
+    expect(row).to_contain_text("show_version", timeout=30_000)
+    expect(row.locator("code.job-uuid")).to_have_text(done["job_uuid"])
+    assert page.inner_text("#run-state") == "waiting_for_approval", "still in flight"
+    fits(page)
     [approval] = pending(noc)
     shell = Router(nf.client, signer=KeyFileSigner.load(keys["lead"]))
     assert not shell.decide("approve", approval["approval_id"], "go", workers=WORKER)[WORKER]["failed"]
@@ -314,6 +340,7 @@ def test_with_identity_off_every_page_of_a_real_lab_says_so(model, browser, tmp_
             assert page.url == f"{url}/{path}", "no sign-in with identity off"
             expect(page.locator("#identity-off")).to_contain_text(f"{WORKER}: {status['identity']}")
             expect(page.locator("#identity-off")).to_contain_text("NorFab client hermes-web-open")
+            fits(page)
         page.close()
 
 

@@ -64,10 +64,14 @@ class GetRunsInput(TimeWindow):
 
 class GetAuditInput(TimeWindow):
     after: NonNegativeInt = Field(0, description="Entries after this sequence number: next_after of the last page")
-    limit: int = Field(1000, ge=1, le=10000, description="Entries per page, oldest first")
+    limit: int = Field(1000, ge=1, le=10000, description="Entries per page, oldest first unless newest_first")
     agent: Union[None, StrictStr] = Field(None, description="Only this agent's entries")
     run_id: Union[None, StrictStr] = Field(None, description="Only this run's entries")
     kind: Union[None, StrictStr] = Field(None, description="Only entries of this kind, e.g. approval.decided")
+    before: Union[None, NonNegativeInt] = Field(
+        None, description="Entries before this sequence number: next_before of the last newest-first page"
+    )
+    newest_first: bool = Field(False, description="The newest entries first (the last ones, paged backwards)")
 
 
 class RunSummary(StrictModel):
@@ -120,8 +124,11 @@ class AuditEntry(StrictModel):
 
 
 class AuditPage(StrictModel):
-    entries: List[AuditEntry] = Field([], description="Entries, oldest first")
+    entries: List[AuditEntry] = Field([], description="Entries, oldest first (newest first when asked)")
     next_after: Union[None, int] = Field(None, description="after of the next page; None on the last one")
+    next_before: Union[None, int] = Field(
+        None, description="before of the next (older) page of a newest-first read; None on the last one"
+    )
     record: Union[None, StrictStr] = Field(None, description=SHARED_RECORD)
 
 

@@ -173,6 +173,9 @@ class RunStateData(StrictModel):
     events: List[RunEvent] = Field([], description="Progress events from the offset asked for")
     next_offset: int = Field(0, description="Offset to ask for next time")
     approvals: List[ApprovalInfo] = Field([], description="Approvals asked so far")
+    tool_calls: List[ToolCallSummary] = Field(
+        [], description="Tool calls made so far, each once it ended, with its NorFab job; all of them once finished"
+    )
     reply: StrictStr = Field("", description="The message the agent is writing now, as far as it got")
     result: Union[None, InvokeResultData] = Field(None, description="The full envelope, once finished")
     instructions: StrictStr = Field("", description="What the agent was asked")

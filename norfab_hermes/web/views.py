@@ -118,7 +118,7 @@ class Ended:
 @dataclass
 class History:
     """The decided and expired approvals a session has read from the audit logs, and where each log's
-    read stopped: the next read asks only for what came after (the first one reads the whole window)."""
+    read stopped: each read asks only for the newest of what came after (the first one, of the window)."""
 
     ended: Dict[Tuple[str, str], Ended] = field(default_factory=dict)  # by (approval id, state)
     after: Dict[Tuple[str, str], int] = field(default_factory=dict)  # by (worker, kind): last seq read
@@ -142,29 +142,28 @@ def approval_history(router: Router, history: History) -> List[str]:
 
 
 def _read_history(router: Router, history: History, workers: List[str]) -> List[str]:
+    """One ``get_audit`` per worker and kind: the newest ``DECIDED_SHOWN`` entries after the last one
+    read, newest first. Older ones could not be shown: the page keeps the newest ``DECIDED_SHOWN`` of all."""
     problems = []
     for worker in workers:
         for kind in ENDED_KINDS:
             after = history.after.get((worker, kind), 0)
-            while True:
-                try:
-                    res = records.audit(router, worker, after, limit=records.AUDIT_PAGE, kind=kind, since=HISTORY_SINCE)
-                except RoutingError as error:
-                    problems.append(str(error))
-                    break
-                failed, words = answer_of(res)
-                if failed:
-                    problems.append(f"{worker}: {words}")
-                    break
-                page = AuditPage.model_validate(res["result"])
-                for entry in page.entries:
-                    ended = ended_of(entry, kind)
-                    history.ended[(ended.approval_id, ended.state)] = ended  # a shared record's: once
-                    after = max(after, entry.seq)
-                history.after[(worker, kind)] = after
-                if page.next_after is None:
-                    break
-                after = page.next_after
+            try:
+                res = records.audit(
+                    router, worker, after, limit=DECIDED_SHOWN, kind=kind, since=HISTORY_SINCE, newest_first=True
+                )
+            except RoutingError as error:
+                problems.append(str(error))
+                continue
+            failed, words = answer_of(res)
+            if failed:
+                problems.append(f"{worker}: {words}")
+                continue
+            for entry in AuditPage.model_validate(res["result"]).entries:
+                ended = ended_of(entry, kind)
+                history.ended[(ended.approval_id, ended.state)] = ended  # a shared record's: once
+                after = max(after, entry.seq)
+            history.after[(worker, kind)] = after
     kept = {(ended.approval_id, ended.state) for ended in history.newest()}
     history.ended = {key: ended for key, ended in history.ended.items() if key in kept}
     return problems

@@ -175,6 +175,31 @@ def test_a_run_of_a_case_names_it_and_its_provenance_in_every_record(records):
     assert records.verify().ok
 
 
+def test_a_kinds_newest_audit_entries_come_first_in_pages_back_and_through_the_kind_index(records):
+    """get_audit newest_first: a kind's last entries, newest first, paged back with next_before, without a
+    walk of the log (the audit_kind index); after still bounds it below."""
+    for n in range(5):
+        records.run_started(row(f"r{n}"))
+        decided = approval(
+            f"a{n}", f"r{n}", state="approved", decided_by="lead", decided="2026-12-01T02:01:00.000+00:00"
+        )
+        records.approval(decided, "decided", "lead")
+    seqs = [e.seq for e in records.audit_page(0, 100, kind="approval.decided").entries]
+    page = records.audit_page(0, 2, kind="approval.decided", newest_first=True)
+    assert ([e.seq for e in page.entries], page.next_before, page.next_after) == (seqs[:-3:-1], seqs[-2], None)
+    older = records.audit_page(0, 2, kind="approval.decided", newest_first=True, before=page.next_before)
+    assert [e.seq for e in older.entries] == [seqs[2], seqs[1]]
+    assert [e.seq for e in records.audit_page(seqs[3], 50, kind="approval.decided", newest_first=True).entries] == [
+        seqs[4]
+    ]
+    db = sqlite3.connect(records.db.path)
+    plan = db.execute(
+        "EXPLAIN QUERY PLAN SELECT seq FROM audit WHERE seq > 0 AND kind = ? AND time >= ? ORDER BY seq DESC LIMIT 51",
+        ("approval.decided", "2026-12-01"),
+    ).fetchall()
+    assert "audit_kind" in str(plan)
+
+
 # the runs table as norfab-hermes 0.1.0 wrote it, before runs carried their case and provenance
 V1_RUNS = """
 CREATE TABLE runs (

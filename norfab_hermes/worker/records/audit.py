@@ -108,10 +108,17 @@ def page(
     kind: Optional[str] = None,
     since: Optional[str] = None,
     until: Optional[str] = None,
+    before: Optional[int] = None,
+    newest_first: bool = False,
 ) -> AuditPage:
-    """Entries after sequence number ``after``, oldest first, matching the filters."""
+    """Entries after sequence number ``after`` (and before ``before``), matching the filters: the oldest
+    ``limit`` of them, oldest first; or with ``newest_first`` the newest, newest first (the index on
+    kind and seq finds a kind's newest without walking the log)."""
     where: List[str] = ["seq > ?"]
     params: List[Any] = [after]
+    if before is not None:
+        where.append("seq < ?")
+        params.append(before)
     for column, value in (("agent", agent), ("run_id", run_id), ("kind", kind)):
         if value is not None:
             where.append(f"{column} = ?")
@@ -122,11 +129,15 @@ def page(
     if until is not None:
         where.append("time <= ?")
         params.append(until)
+    order = "seq DESC" if newest_first else "seq"
     rows = db.execute(
-        f"SELECT {COLUMNS} FROM audit WHERE {' AND '.join(where)} ORDER BY seq LIMIT ?", (*params, limit + 1)
+        f"SELECT {COLUMNS} FROM audit WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ?", (*params, limit + 1)
     ).fetchall()
     entries = [_entry(row) for row in rows[:limit]]
-    return AuditPage(entries=entries, next_after=entries[-1].seq if len(rows) > limit else None)
+    more = len(rows) > limit
+    if newest_first:
+        return AuditPage(entries=entries, next_before=entries[-1].seq if more else None)
+    return AuditPage(entries=entries, next_after=entries[-1].seq if more else None)
 
 
 def _rows(db: Connection) -> Iterator[Row]:

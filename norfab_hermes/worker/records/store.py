@@ -325,7 +325,10 @@ class Records:
             "schedule_id": row["schedule_id"],
         }
         events = data.get("events") or []
+        result = data.get("result")
         data.update(
+            # a run in flight on another worker of a shared record, or cut by a crash: its calls so far
+            tool_calls=(result or {}).get("tool_calls") or data.get("tool_calls") or runs.calls_so_far(row),
             instructions=row["instructions"],
             case_id=row["case_id"],
             provenance=runs.provenance_of(row),

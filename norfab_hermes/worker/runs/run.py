@@ -271,6 +271,7 @@ class Run:
             events=events,
             next_offset=offset + len(events),
             approvals=self.approval_infos(),
+            tool_calls=self.result.tool_calls if self.result else list(self.tool_calls),
             reply=self.reply,
             result=self.result,
             instructions=self.instructions,

@@ -84,9 +84,11 @@ class RecordTasks(TaskMixin):
         kind: Optional[str] = None,
         since: Optional[str] = None,
         until: Optional[str] = None,
+        before: Optional[int] = None,
+        newest_first: bool = False,
     ) -> Result:
         """
-        Read this worker's audit log, oldest first: runs started and ended, tool calls, approvals and
+        Read this worker's audit log, oldest first (or newest first): runs started and ended, tool calls, approvals and
         decisions, agent and schedule changes, each entry chained to the one before by its hash.
 
         Args:
@@ -97,8 +99,20 @@ class RecordTasks(TaskMixin):
             kind: only entries of this kind, e.g. approval.decided.
             since: from this ISO time, or an age before now (30m, 12h, 7d).
             until: up to this ISO time, or an age before now.
+            before: entries before this sequence number; next_before of the previous newest-first page.
+            newest_first: the newest entries first, e.g. a kind's last decisions without reading them all.
         """
-        query = GetAuditInput(after=after, limit=limit, agent=agent, run_id=run_id, kind=kind, since=since, until=until)
+        query = GetAuditInput(
+            after=after,
+            limit=limit,
+            agent=agent,
+            run_id=run_id,
+            kind=kind,
+            since=since,
+            until=until,
+            before=before,
+            newest_first=newest_first,
+        )
         page = self.running_host().records.audit_page(**query.model_dump())
         return Result(result=page.model_dump())
 
