@@ -18,6 +18,12 @@ the agent's daily budget is spent), with the finding, the session to read it
 in full, the tool calls with their NorFab job UUIDs and their evidence. A
 watched schedule's runs are judged against its acceptance criteria, and its
 observation period ends on its own (``watch``).
+
+Due occurrences beyond the free run slots wait in ``admission``: recorded
+``queued`` at once, admitted one agent at a time in turn as slots free, each
+run with its full budget from the moment it is admitted. One still waiting
+when the worker stops is recorded ``skipped`` (at the stop, or at the next
+start after a crash).
 """
 
 import logging
@@ -43,6 +49,7 @@ from ..hermes.records import CronJob
 from ..hermes.runtime import HermesRuntime
 from . import watch
 from .actions import ScheduleActions
+from .admission import Admission
 from .history import ScheduleHistory, Told, iso, parse_time
 
 log = logging.getLogger(__name__)
@@ -52,6 +59,8 @@ MIN_WAIT = 0.02  # seconds; due times are whole seconds, the clock checks slight
 LATE = 10 * TICK  # a run starting this late was held up (worker down or busy), not just ticked
 RESPONSE_CHARS = 2000  # of a finding kept in history; the session has all of it
 MISSED_SLOTS_COUNTED = 1000
+CRON_THREADS = 2048  # due jobs Hermes' cron hands over at once (see cron.size_pool): the 2,000 of issue "Scale"
+STOPPED_QUEUED = "the worker stopped while it was queued for a run slot: not run"
 # job fields a scheduled run refuses (a chat-created job may set them): they run code on the worker host
 STATUS_BY_STOP_REASON = {
     StopReason.completed.value: "ok",
@@ -77,6 +86,7 @@ class Schedules:
         evidence: the tool results runs received (criteria are checked on them).
         claim: who runs a due occurrence of a grouped schedule (the records).
         told: told of every run the history records (the notifier).
+        admission: the worker's run slots, shared fairly by due occurrences (none: each run waits for a slot alone).
     """
 
     def __init__(
@@ -88,6 +98,7 @@ class Schedules:
         evidence: EvidenceStore,
         claim: Optional[Claim] = None,
         told: Optional[Told] = None,
+        admission: Optional[Admission] = None,
     ) -> None:
         self.worker_name = worker_name
         self.claim = claim
@@ -100,6 +111,7 @@ class Schedules:
         self._thread: Optional[threading.Thread] = None
         self._next_due: Dict[str, Tuple[float, Optional[datetime]]] = {}  # agent -> (jobs file mtime, next due)
         self.evidence = evidence
+        self.admission = admission
         self.history = ScheduleHistory(worker_name, self.home, told)
         self.watches = watch.Watches(self.home)
         self.actions = ScheduleActions(
@@ -115,6 +127,14 @@ class Schedules:
     # ---------------------------------------------------------------- ticker
 
     def start(self) -> None:
+        for agent in list(self.catalog.agents):  # queued when the worker went down: accounted, never silently gone
+            settled = self.history.settle_queued(agent, f"{STOPPED_QUEUED} (found at the worker's next start)")
+            if settled:
+                log.warning(
+                    f"{self.worker_name} - Recorded {settled} queued occurrence(s) of agent '{agent}' as skipped"
+                )
+        if self.admission is not None:
+            cron.size_pool(CRON_THREADS)
         cron.run_jobs_with(self._execute)
         self._thread = threading.Thread(target=self._loop, name="hermes-schedules", daemon=True)
         self._thread.start()
@@ -188,11 +208,11 @@ class Schedules:
         agent = cron.active_profile()
         started = datetime.now(timezone.utc)
         due = parse_time(job.next_run_at)
-        late = self._record_missed(agent, job, due, started)
 
         def not_run(status: str, label: str, message: str, **record: Any) -> "cron.CronOutcome":
             """An occurrence that ran no turn here: its history entry and what Hermes' cron is told."""
-            run = ScheduleRun(schedule_id=job.id, status=status, due=iso(due), started=iso(started), **record)
+            record.setdefault("started", iso(started))
+            run = ScheduleRun(schedule_id=job.id, status=status, due=iso(due), **record)
             self.history.record(agent, run)
             ran_elsewhere = label == "ELSEWHERE"
             return ran_elsewhere, f"# {job.name} ({label})\n\n{message}\n", "", None if ran_elsewhere else message
@@ -208,7 +228,39 @@ class Schedules:
             if owner not in (None, self.worker_name):  # another member of the group claimed it first
                 note = f"ran on worker {owner} of group {watched.group}"
                 return not_run("skipped", "ELSEWHERE", note, note=note, worker=owner)
-            result = self.run_scheduled(agent, cron.job_prompt(job) or job.prompt, job.id, watched.response_schema)
+        except Exception as error:  # the claim could not be taken: the occurrence runs nowhere
+            return not_run("failed", "FAILED", str(error), warnings=[str(error)])
+        if self.admission is None:
+            late = self._record_missed(agent, job, due, started)
+            return self._run(agent, job, due, started, late, not_run, watched)
+        ticket, ahead = self.admission.enter(agent)
+        if not ticket.admitted.is_set():
+            note = f"waiting for a free run slot, {ahead} due occurrence(s) ahead of it"
+            self.history.record(agent, ScheduleRun(schedule_id=job.id, status="queued", due=iso(due), note=note))
+            if not self.admission.wait(ticket, self._stop.is_set):
+                return not_run("skipped", "SKIPPED", STOPPED_QUEUED, note=STOPPED_QUEUED, started=None)
+            started = datetime.now(timezone.utc)  # the run starts when it is admitted
+        try:
+            late = self._record_missed(agent, job, due, started)
+            return self._run(agent, job, due, started, late, not_run, watched, slot_held=True)
+        finally:
+            self.admission.leave()
+
+    def _run(
+        self,
+        agent: str,
+        job: CronJob,
+        due: Optional[datetime],
+        started: datetime,
+        late: Optional[str],
+        not_run: Callable[..., "cron.CronOutcome"],
+        watched: watch.Watch,
+        **held: Any,
+    ) -> cron.CronOutcome:
+        """The occurrence run as a run of the agent; its history entry and what Hermes' cron is told."""
+        try:
+            prompt = cron.job_prompt(job) or job.prompt
+            result = self.run_scheduled(agent, prompt, job.id, watched.response_schema, **held)
         except OverBudget as error:  # the agent's daily budget is spent: no model is called
             note = "skipped: the agent's daily budget is spent, the model was not called"
             return not_run("skipped", "SKIPPED", str(error), warnings=[str(error)], note=note)
@@ -305,6 +357,7 @@ class Schedules:
     def status(self, agent: Optional[str] = None) -> SchedulerStatus:
         agents = {}
         now = datetime.now(timezone.utc)
+        queued = self.admission.waiting() if self.admission is not None else {}
         for name in [agent] if agent else self.catalog.available():
             jobs = cron.list_jobs(self.home(name)) if name in self.catalog.agents else []
             times = [(parse_time(j.next_run_at), j) for j in jobs if j.enabled]
@@ -313,6 +366,7 @@ class Schedules:
                 schedules=len(jobs),
                 next_due=iso(min((t for t, _ in due), default=None)),
                 overdue=[j.name for t, j in due if (now - t).total_seconds() > 5 * TICK],
+                queued=queued.get(name, 0),
             )
         return SchedulerStatus(
             ticking=bool(self._thread and self._thread.is_alive()), last_tick=iso(self.last_tick), agents=agents
