@@ -275,3 +275,40 @@ def test_the_registry_lends_its_run_slots_to_admission(tmp_path):
     registry.give_slot()
     assert freed == [1]
     assert registry.take_slot()
+
+
+def test_a_held_admission_queues_everyone_then_takes_them_in_turn():
+    """While the ticker hands a batch over nobody is admitted, even with slots free; then in turn."""
+    slots = Slots(2)
+    admission = Admission(slots.take, slots.give)
+    admission.hold()
+    tickets = [(name, admission.enter(name[0])[0]) for name in ["a1", "a2", "a3", "b1", "c1"]]
+    assert not any(t.admitted.is_set() for _, t in tickets)
+    admission.resume()
+    assert [name for name, t in tickets if t.admitted.is_set()] == ["a1", "b1"]
+    admission.leave()
+    assert [name for name, t in tickets if t.admitted.is_set()] == ["a1", "b1", "c1"]
+
+
+def test_the_ticker_holds_admission_until_a_batch_reached_it(admitted, monkeypatch):
+    """Several agents due: admission is held while their stores are ticked, until their jobs arrived."""
+    held: List[int] = []
+    monkeypatch.setattr(admitted.admission, "hold", lambda: held.append(1))
+    monkeypatch.setattr(admitted.admission, "resume", lambda: held.append(-1))
+
+    during: List[List[int]] = []
+
+    def tick(agent: str) -> int:
+        during.append(list(held))
+        with admitted._arrival:
+            admitted._arrived += 1
+        return 1
+
+    monkeypatch.setattr(admitted, "_tick", tick)
+    started = time.monotonic()
+    admitted._tick_all(["a", "b", "c"])
+    assert held == [1, -1]
+    assert during == [[1]] * 3, "ticked before admission was held"
+    assert time.monotonic() - started < ticker.HAND_OVER, "waited although every job arrived"
+    admitted._tick_all(["a"])  # one agent due: its jobs are admitted as they come
+    assert held == [1, -1]

@@ -84,6 +84,18 @@ class Admission:
         self.poll = poll
         self._lock = threading.Lock()
         self._queue: RoundRobin[Ticket] = RoundRobin()
+        self._held = 0  # passes of the ticker handing over due occurrences: nobody is admitted meanwhile
+
+    def hold(self) -> None:
+        """Admit nobody until ``resume``: occurrences due together are queued together, then taken in turn
+        (else the agents ticked first fill the free slots before the others reach the queue)."""
+        with self._lock:
+            self._held += 1
+
+    def resume(self) -> None:
+        with self._lock:
+            self._held = max(0, self._held - 1)
+            self._admit()
 
     def enter(self, agent: str) -> Tuple[Ticket, int]:
         """Ask for a slot: the ticket, and how many occurrences wait ahead of it (0 once admitted)."""
@@ -118,7 +130,7 @@ class Admission:
             return self._queue.waiting()
 
     def _admit(self) -> None:
-        while len(self._queue) and self.take_slot():
+        while not self._held and len(self._queue) and self.take_slot():
             taken = self._queue.take()
             if taken is None:  # nothing waits after all (len said otherwise): the slot goes back
                 self.give_slot()

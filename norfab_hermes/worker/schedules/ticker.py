@@ -28,6 +28,8 @@ start after a crash).
 
 import logging
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -60,6 +62,8 @@ LATE = 10 * TICK  # a run starting this late was held up (worker down or busy), 
 RESPONSE_CHARS = 2000  # of a finding kept in history; the session has all of it
 MISSED_SLOTS_COUNTED = 1000
 CRON_THREADS = 2048  # due jobs Hermes' cron hands over at once (see cron.size_pool): the 2,000 of issue "Scale"
+TICK_THREADS = 4  # agents' stores ticked at once when several have jobs due
+HAND_OVER = 2.0  # seconds the admission waits, after a tick of several stores, for their jobs to reach it
 STOPPED_QUEUED = "the worker stopped while it was queued for a run slot: not run"
 # job fields a scheduled run refuses (a chat-created job may set them): they run code on the worker host
 STATUS_BY_STOP_REASON = {
@@ -109,6 +113,9 @@ class Schedules:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._tickers: Optional[ThreadPoolExecutor] = None  # ticks several agents' stores at once
+        self._arrival = threading.Condition()  # due jobs Hermes' cron handed over so far (_arrived)
+        self._arrived = 0
         self._next_due: Dict[str, Tuple[float, Optional[datetime]]] = {}  # agent -> (jobs file mtime, next due)
         self.evidence = evidence
         self.admission = admission
@@ -144,6 +151,8 @@ class Schedules:
         self._wake.set()
         if self._thread:
             self._thread.join(5)
+        if self._tickers is not None:
+            self._tickers.shutdown(wait=False)
 
     def wake(self) -> None:
         """Check the stores now (a schedule changed)."""
@@ -158,20 +167,52 @@ class Schedules:
                 return
             now = datetime.now(timezone.utc)
             soonest = now + timedelta(seconds=TICK)
+            due_now: List[str] = []
             for agent in self.catalog.available():
                 due = self.next_due(agent)
                 if due is not None and due <= now and self._end_observations(agent, now):
                     due = self.next_due(agent)
                 if due is not None and due <= now:
-                    try:
-                        cron.tick(self.home(agent), self.runtime.gateway.adapters(agent), self.runtime.loop)
-                    except Exception:  # one broken store must not stop the others
-                        log.exception(f"{self.worker_name} - Scheduler tick failed for agent '{agent}'")
+                    due_now.append(agent)
                 elif due is not None:
                     soonest = min(soonest, due)
+            self._tick_all(due_now)
             self.last_tick = now
             # sleep until the next due time, at most a tick: new and changed schedules are seen within a tick
             wait = max(MIN_WAIT, (soonest - datetime.now(timezone.utc)).total_seconds())
+
+    def _tick_all(self, agents: List[str]) -> None:
+        """Tick the stores with jobs due, several at once, and admit none of their occurrences until all
+        have reached the admission queue: then the queue takes them in turn across agents. (Otherwise the
+        agents ticked first fill the free slots, and their runs slow the ticks of the others.)"""
+        if len(agents) == 1:
+            self._tick(agents[0])
+            return
+        if not agents:
+            return
+        if self._tickers is None:
+            self._tickers = ThreadPoolExecutor(TICK_THREADS, thread_name_prefix="hermes-schedules-tick")
+        with self._arrival:
+            arrived = self._arrived
+        if self.admission is not None:
+            self.admission.hold()
+        try:
+            dispatched = sum(self._tickers.map(self._tick, agents))
+            deadline = time.monotonic() + HAND_OVER
+            with self._arrival:  # Hermes' cron threads reach _execute soon after their dispatch
+                while self._arrived - arrived < dispatched and time.monotonic() < deadline and not self._stop.is_set():
+                    self._arrival.wait(max(0.0, deadline - time.monotonic()))
+        finally:
+            if self.admission is not None:
+                self.admission.resume()
+
+    def _tick(self, agent: str) -> int:
+        """Hand the agent's due jobs to Hermes' cron; how many it dispatched."""
+        try:
+            return cron.tick(self.home(agent), self.runtime.gateway.adapters(agent), self.runtime.loop)
+        except Exception:  # one broken store must not stop the others
+            log.exception(f"{self.worker_name} - Scheduler tick failed for agent '{agent}'")
+            return 0
 
     def home(self, agent: str) -> Path:
         return self.catalog.root / "profiles" / agent
@@ -207,6 +248,9 @@ class Schedules:
         """Hermes' run_job for a due job: the agent runs it; the outcome goes to history and back to Hermes."""
         agent = cron.active_profile()
         started = datetime.now(timezone.utc)
+        with self._arrival:
+            self._arrived += 1
+            self._arrival.notify_all()
         due = parse_time(job.next_run_at)
 
         def not_run(status: str, label: str, message: str, **record: Any) -> "cron.CronOutcome":
