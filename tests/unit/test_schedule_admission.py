@@ -312,3 +312,30 @@ def test_the_ticker_holds_admission_until_a_batch_reached_it(admitted, monkeypat
     assert time.monotonic() - started < ticker.HAND_OVER, "waited although every job arrived"
     admitted._tick_all(["a"])  # one agent due: its jobs are admitted as they come
     assert held == [1, -1]
+
+
+def test_the_shell_shows_a_queued_occurrence_with_how_many_wait_ahead():
+    """hermes history: a queued occurrence in yellow, its note as the finding, at 80 columns."""
+    from rich.console import Console
+
+    from norfab_hermes.models import ScheduleInfo, ScheduleResultData
+    from norfab_hermes.nfcli.schedules import history_view, status_text
+
+    info = ScheduleInfo(
+        schedule_id="j1", name="r1-watch", agent=AGENT, worker="w", prompt="p", schedule="every 5m",
+        state="scheduled", origin="norfab",
+    )  # fmt: skip
+    queued = ScheduleRun(
+        schedule_id="j1",
+        status="queued",
+        due=iso(datetime.now(timezone.utc)),
+        note="waiting for a free run slot, 7 due occurrence(s) ahead of it",
+    )
+    data = ScheduleResultData(action="history", agent=AGENT, worker="w", schedules=[info], history=[queued])
+    console = Console(width=80, record=True)
+    console.print(history_view(SimpleNamespace(agent=AGENT, worker="w"), data))
+    text = console.export_text()
+    assert "│ queued " in text
+    out = " ".join(text.replace("│", " ").split())  # the finding wraps over lines
+    assert "waiting for a free run slot, 7 due occurrence(s) ahead of it" in out, out
+    assert status_text("queued").style == "yellow"
