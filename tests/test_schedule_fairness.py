@@ -2,14 +2,18 @@
 More schedules due at once than the worker has run slots, on a real NorFab:
 every occurrence runs (none lost), the ones waiting are `queued` in their
 history first, agents are admitted in turn (the agent with most due does not
-go first with all of them), and no more runs overlap than the slots.
+go first with all of them), and no more runs overlap than the slots; the
+ones still queued when the worker stops, or is killed, are recorded skipped.
 """
 
+import signal
 import time
 from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, List
 
-from conftest import Lab, run
+from conftest import Lab, hermes_worker, norfab, run
+
+from norfab_hermes.testing.embedded import kill_process_group, worker_process
 
 WORKER = "hermes-worker-1"
 SLOTS = 2
@@ -97,3 +101,58 @@ def test_due_occurrences_beyond_the_run_slots_are_queued_admitted_in_turn_and_al
         for agent in DUE
     }
     assert max(waits[agent] for agent in LIGHT) < waits[HEAVY], waits
+
+
+def due_together(nf: Any, agent: str, names: List[str], prompt: str, ahead: float = 8) -> None:
+    """Schedules of ``agent`` all due in the same second, ``ahead`` seconds from now."""
+    due = (datetime.now(timezone.utc) + timedelta(seconds=ahead)).replace(microsecond=0)
+    for name in names:
+        definition = {"name": name, "prompt": prompt, "schedule": f"{due.minute} * * * * {due.second}"}
+        schedule(nf, agent, action="create", definition=definition)
+
+
+def statuses(nf: Any, agent: str, names: List[str]) -> Dict[str, List[str]]:
+    return {n: [r["status"] for r in schedule(nf, agent, action="history", schedule_id=n)["history"]] for n in names}
+
+
+def wait_until(check: Any, timeout: float = 40) -> Any:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.3)
+    raise AssertionError("timed out")
+
+
+def test_occurrences_queued_when_the_worker_stops_or_is_killed_are_recorded_skipped(model, tmp_path):
+    """One run slot, three due at once: the two queued are skipped with the reason at a graceful stop,
+    and after a kill -9 at the next start; none is run twice, none vanishes."""
+    inventory = hermes_worker(model.base_url, {"a": {"instructions": "You check."}}, max_concurrent_runs=1)
+    with norfab(tmp_path, {WORKER: inventory}, separate=(WORKER,)) as nf:
+        stopped, killed = ["g0", "g1", "g2"], ["k0", "k1", "k2"]
+        with worker_process(nf, WORKER):
+            due_together(nf, "a", stopped, "SLEEP 30")
+            wait_until(
+                lambda: sorted(s[:1] for s in statuses(nf, "a", stopped).values()) == [[], ["queued"], ["queued"]]
+            )
+        with worker_process(nf, WORKER) as process:
+            after_stop = statuses(nf, "a", stopped)
+            due_together(nf, "a", killed, "SLEEP 30")
+            wait_until(
+                lambda: sorted(s[:1] for s in statuses(nf, "a", killed).values()) == [[], ["queued"], ["queued"]]
+            )
+            kill_process_group(process, signal.SIGKILL)
+        with worker_process(nf, WORKER):
+            after_kill = {n: schedule(nf, "a", action="history", schedule_id=n)["history"] for n in killed}
+    # the graceful stop recorded its queued two as skipped itself (the running one was interrupted)
+    assert sorted(after_stop.values()) == [["interrupted"], ["skipped"], ["skipped"]], after_stop
+    # after the kill the next start found the queued two and recorded them skipped, saying so
+    skipped = [runs for runs in after_kill.values() if runs and runs[0]["status"] == "skipped"]
+    assert len(skipped) == 2, after_kill
+    for [run_] in skipped:
+        assert (
+            run_["note"]
+            == "the worker stopped while it was queued for a run slot: not run (found at the worker's next start)"
+        )
+        assert run_["started"] is None

@@ -339,3 +339,14 @@ def test_the_shell_shows_a_queued_occurrence_with_how_many_wait_ahead():
     out = " ".join(text.replace("│", " ").split())  # the finding wraps over lines
     assert "waiting for a free run slot, 7 due occurrence(s) ahead of it" in out, out
     assert status_text("queued").style == "yellow"
+
+
+def test_a_stop_returns_once_the_queued_occurrences_are_recorded_skipped(admitted):
+    admitted.slots.free = 0
+    admitted.admission.poll = 0.2
+    thread = threading.Thread(target=admitted._execute, args=(every_minute(datetime.now(timezone.utc)),))
+    thread.start()
+    wait_for(lambda: [r.status for r in admitted.history.runs(AGENT, "j1", 10)] == ["queued"])
+    admitted.stop()
+    assert [r.status for r in admitted.history.runs(AGENT, "j1", 10)] == ["skipped"]
+    thread.join(5)

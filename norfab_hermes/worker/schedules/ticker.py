@@ -64,6 +64,7 @@ MISSED_SLOTS_COUNTED = 1000
 CRON_THREADS = 2048  # due jobs Hermes' cron hands over at once (see cron.size_pool): the 2,000 of issue "Scale"
 TICK_THREADS = 4  # agents' stores ticked at once when several have jobs due
 HAND_OVER = 2.0  # seconds the admission waits, after a tick of several stores, for their jobs to reach it
+STOP_WAIT = 3.0  # seconds a stop waits for the queued occurrences' skipped records
 STOPPED_QUEUED = "the worker stopped while it was queued for a run slot: not run"
 # job fields a scheduled run refuses (a chat-created job may set them): they run code on the worker host
 STATUS_BY_STOP_REASON = {
@@ -116,6 +117,7 @@ class Schedules:
         self._tickers: Optional[ThreadPoolExecutor] = None  # ticks several agents' stores at once
         self._arrival = threading.Condition()  # due jobs Hermes' cron handed over so far (_arrived)
         self._arrived = 0
+        self._waiting = 0  # occurrences waiting for admission (a stop waits for their skipped records)
         self._next_due: Dict[str, Tuple[float, Optional[datetime]]] = {}  # agent -> (jobs file mtime, next due)
         self.evidence = evidence
         self.admission = admission
@@ -151,6 +153,10 @@ class Schedules:
         self._wake.set()
         if self._thread:
             self._thread.join(5)
+        deadline = time.monotonic() + STOP_WAIT
+        with self._arrival:  # queued occurrences see the stop within a poll: their skipped records land now
+            while self._waiting and time.monotonic() < deadline:
+                self._arrival.wait(max(0.0, deadline - time.monotonic()))
         if self._tickers is not None:
             self._tickers.shutdown(wait=False)
 
@@ -279,10 +285,17 @@ class Schedules:
             return self._run(agent, job, due, started, late, not_run, watched)
         ticket, ahead = self.admission.enter(agent)
         if not ticket.admitted.is_set():
-            note = f"waiting for a free run slot, {ahead} due occurrence(s) ahead of it"
-            self.history.record(agent, ScheduleRun(schedule_id=job.id, status="queued", due=iso(due), note=note))
-            if not self.admission.wait(ticket, self._stop.is_set):
-                return not_run("skipped", "SKIPPED", STOPPED_QUEUED, note=STOPPED_QUEUED, started=None)
+            with self._arrival:
+                self._waiting += 1
+            try:
+                note = f"waiting for a free run slot, {ahead} due occurrence(s) ahead of it"
+                self.history.record(agent, ScheduleRun(schedule_id=job.id, status="queued", due=iso(due), note=note))
+                if not self.admission.wait(ticket, self._stop.is_set):
+                    return not_run("skipped", "SKIPPED", STOPPED_QUEUED, note=STOPPED_QUEUED, started=None)
+            finally:
+                with self._arrival:
+                    self._waiting -= 1
+                    self._arrival.notify_all()
             started = datetime.now(timezone.utc)  # the run starts when it is admitted
         try:
             late = self._record_missed(agent, job, due, started)
