@@ -82,7 +82,7 @@ class Admission:
         self.take_slot = take_slot
         self.give_slot = give_slot
         self.poll = poll
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # give_slot may tell this admission again (``freed``) while it admits
         self._queue: RoundRobin[Ticket] = RoundRobin()
         self._held = 0  # passes of the ticker handing over due occurrences: nobody is admitted meanwhile
 
