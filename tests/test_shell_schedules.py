@@ -55,7 +55,7 @@ def test_create_list_pause_resume_run_history_update_remove(nf, app):
     assert f"schedules of agent 'bgp' on worker '{LAB2}'" in out
 
     out = nfcli(app, f"hermes status workers {LAB2}")  # the scheduler table
-    assert re.search(rf"{LAB2}\s+│\s+yes\s+│\s+\S+\s+│\s+bgp\s+│\s+1\s+│\s+[\w ]*\d\d:\d\d", out), out
+    assert re.search(rf"{LAB2}\s+│\s+yes\s+│\s+\S+\s+│\s+bgp\s+│\s+1\s+│\s+0\s+│\s+[\w ]*\d\d:\d\d", out), out
 
     out = nfcli(app, "hermes pause bgp schedule r1-watch")
     assert "schedule 'r1-watch' paused" in out

@@ -29,7 +29,9 @@ ApprovalState = Literal["pending", "approved", "denied", "expired"]
 RunState = Literal["queued", "running", "waiting_for_approval", "finished"]
 AgentState = Literal["running", "stopped", "invalid"]
 AgentOwner = Literal["inventory", "runtime", "native"]
-ScheduleRunStatus = Literal["ok", "failed", "missed", "interrupted", "timeout", "skipped", "regressed", "recovered"]
+ScheduleRunStatus = Literal[
+    "ok", "failed", "missed", "interrupted", "timeout", "skipped", "regressed", "recovered", "queued"
+]
 
 
 class StopReason(str, Enum):
@@ -282,6 +284,7 @@ class AgentSchedules(StrictModel):
     schedules: int = Field(0, description="Schedules of the agent")
     next_due: Union[None, StrictStr] = Field(None, description="ISO time the next enabled schedule is due")
     overdue: List[StrictStr] = Field([], description="Enabled schedules past their due time by more than a tick")
+    queued: int = Field(0, description="Due occurrences waiting for a free run slot")
 
 
 class SchedulerStatus(StrictModel):
@@ -365,8 +368,9 @@ class ScheduleRun(StrictModel):
     schedule_id: StrictStr = Field(..., description="Schedule the run belongs to")
     status: ScheduleRunStatus = Field(
         ...,
-        description="ok, regressed, recovered (against its criteria), failed, missed, interrupted, timeout or "
-        "skipped (the agent's daily budget was spent)",
+        description="ok, regressed, recovered (against its criteria), failed, missed, interrupted, timeout, "
+        "skipped (the agent's daily budget was spent, or the worker stopped while it was queued) or queued (due, "
+        "waiting for a free run slot; replaced by its run once it ran)",
     )
     due: Union[None, StrictStr] = Field(None, description="ISO time the run was due")
     started: Union[None, StrictStr] = Field(None, description="ISO time the run started")
@@ -379,7 +383,7 @@ class ScheduleRun(StrictModel):
     session_id: Union[None, StrictStr] = Field(None, description="Session of the run, readable with get_session")
     tool_calls: List[ToolCallSummary] = Field([], description="Tool calls with their NorFab job UUIDs")
     warnings: List[StrictStr] = Field([], description="What went wrong or was refused")
-    note: Union[None, StrictStr] = Field(None, description="For missed runs: why and how many")
+    note: Union[None, StrictStr] = Field(None, description="For missed, queued and skipped runs: why and how many")
     criteria: List[CriterionResult] = Field([], description="The acceptance criteria, each met or not")
     artifacts: List[ArtifactSummary] = Field([], description="Every tool result the run received, kept as evidence")
     structured_response: Any = Field(None, description="The answer checked against the schedule's response_schema")

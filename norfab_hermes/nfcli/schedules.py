@@ -45,6 +45,7 @@ STATUS_STYLES = {
     "ok": "green",
     "recovered": "green",
     "missed": "yellow",
+    "queued": "yellow",
     "interrupted": "yellow",
 }  # anything else is red
 NEXT_STEP = {

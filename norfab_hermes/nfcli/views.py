@@ -121,8 +121,9 @@ def status_view(replies: Dict[str, dict]) -> RenderableType:
         columns = ["worker", "run", "agent", "session", "started", "schedule"]
         views.append(table("active runs", columns, runs, drop=["schedule", "session", "started"]))
     if schedulers:
-        columns = ["worker", "ticking", "last tick", "agent", "schedules", "next due", "overdue"]
-        views.append(table("schedulers", columns, schedulers, drop=["last tick", "ticking"], text={"overdue": WRAP}))
+        columns = ["worker", "ticking", "last tick", "agent", "schedules", "queued", "next due", "overdue"]
+        drop = ["last tick", "ticking", "queued"]
+        views.append(table("schedulers", columns, schedulers, drop=drop, text={"overdue": WRAP}))
     if budgets:
         views.append(table("daily budgets (UTC day)", ["worker", "agent", "spent today", "used"], budgets))
     if channels:
@@ -165,13 +166,14 @@ def scheduler_rows(worker: str, scheduler: SchedulerStatus) -> List[List[Any]]:
             last_tick,
             name,
             agent.schedules,
+            Text(str(agent.queued), style="yellow" if agent.queued else ""),
             short_time(agent.next_due),
             Text(", ".join(agent.overdue), style="red"),
         ]
         for name, agent in sorted(scheduler.agents.items())
         if agent.schedules or agent.overdue
     ]
-    return rows or [[worker, ticking, last_tick, "", 0, "", ""]]
+    return rows or [[worker, ticking, last_tick, "", 0, 0, "", ""]]
 
 
 def sessions_view(target: Target, sessions: List[dict]) -> RenderableType:

@@ -44,6 +44,7 @@ from .runs.recording import RunRecorder
 from .runs.registry import RunRegistry
 from .runs.run import Run
 from .runs.storm import Storm, unshared
+from .schedules.admission import Admission
 from .schedules.ticker import Schedules
 from .sessions.store import Sessions
 from .tools.change import ChangeRunner
@@ -132,6 +133,8 @@ class HermesHost(HostOperations):
             inventory.evidence_retention_days,
             lambda run: run.session_id or self.sessions.current(run.agent, run.chat_id),
         )
+        admission = Admission(self.runs.take_slot, self.runs.give_slot)
+        self.runs.freed = admission.freed  # a slot any run gives back admits the due occurrence next in turn
         self.schedules = Schedules(
             worker_name,
             self.catalog,
@@ -140,6 +143,7 @@ class HermesHost(HostOperations):
             self.evidence,
             self.records.claim,
             self.notifier.schedule_run,
+            admission,
         )
         self.memory = AgentMemory(worker_name, self.catalog.home, self.catalog.secrets)
         self.handover = Handover(

@@ -196,7 +196,10 @@ class Handover:
         found = []
         for schedule in self.schedules.list_schedules(agent).schedules:
             runs = self.schedules.runs(agent, schedule.schedule_id, HISTORY_READ).history
-            newest = next((r for r in runs if r.status != "missed" and (parse_time(r.started) or start) >= start), None)
+            newest = next(
+                (r for r in runs if r.status not in ("missed", "queued") and (parse_time(r.started) or start) >= start),
+                None,
+            )
             if newest is None:
                 continue
             finding = scrub(newest.response, self.secrets())

@@ -10,6 +10,7 @@ are Hermes' own. Only the execution of a due job is the host's (see
 """
 
 import contextlib
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
@@ -145,6 +146,12 @@ def tick(home: Path, adapters: Dict[Any, Any], loop: Any) -> int:
     with store(home):
         ran: int = scheduler.tick(verbose=False, adapters=adapters, loop=loop, sync=False)
         return ran
+
+
+def size_pool(threads: int) -> None:
+    """Let Hermes' cron hand up to ``threads`` due jobs to the host at once (``HERMES_CRON_MAX_PARALLEL``,
+    unless the worker's environment sets it): the host's admission, not Hermes' pool, orders and bounds the runs."""
+    os.environ.setdefault("HERMES_CRON_MAX_PARALLEL", str(threads))
 
 
 def job_prompt(scheduled: CronJob) -> Optional[str]:

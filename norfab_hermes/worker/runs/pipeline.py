@@ -93,13 +93,22 @@ class RunPipeline:
         return self._execute(run)
 
     def run_scheduled(
-        self, agent: str, prompt: str, schedule_id: str, response_schema: Optional[Dict[str, Any]] = None
+        self,
+        agent: str,
+        prompt: str,
+        schedule_id: str,
+        response_schema: Optional[Dict[str, Any]] = None,
+        slot_held: bool = False,
     ) -> InvokeResultData:
-        """A due schedule, as a run of its agent: a session of its own, nobody attached."""
+        """A due schedule, as a run of its agent: a session of its own, nobody attached.
+
+        ``slot_held``: the scheduler's admission took a run slot for it (and gives it back).
+        """
         request = RunRequest(agent, prompt, schedule_id=schedule_id, response_schema=response_schema)
         run = self._accept(request, None)
         if isinstance(run, str):  # a schedule has no dedupe_key: never an earlier run
             raise RuntimeError(f"schedule {schedule_id} was answered with earlier run {run}")
+        run.slot_held = slot_held
         return self._execute(run)
 
     def start_run(self, request: RunRequest) -> RunStateData:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from ...errors import RUN_FINISHED, Busy, UnknownRun
 from ...models import (
@@ -62,6 +62,7 @@ class RunRegistry:
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max_concurrent_runs)
         self._waiting = 0
+        self.freed: Callable[[], None] = lambda: None  # told when a run slot is given back (scheduled admission)
         self._chats: Dict[str, List[Any]] = {}  # session key -> [lock, holders and waiters]
 
     # ------------------------------------------------------------- admission
@@ -105,9 +106,23 @@ class RunRegistry:
                 return True
         return False
 
+    def take_slot(self) -> bool:
+        """A free run slot, taken at once, or False (a due schedule's admission; ``give_slot`` returns it)."""
+        return self._slots.acquire(blocking=False)
+
+    def give_slot(self) -> None:
+        self._slots.release()
+        self.freed()
+
     @contextlib.contextmanager
     def slot(self, run: Run) -> Iterator[None]:
-        """A run slot, waited for within the run's budget; Busy when the queue is full too."""
+        """A run slot, waited for within the run's budget; Busy when the queue is full too.
+
+        A run admitted with a slot already taken (``run.slot_held``) uses that one; its taker gives it back.
+        """
+        if run.slot_held:
+            yield
+            return
         with self._lock:
             if self._waiting >= self.max_concurrent_runs:
                 raise Busy(
@@ -128,7 +143,7 @@ class RunRegistry:
         try:
             yield
         finally:
-            self._slots.release()
+            self.give_slot()
 
     @contextlib.contextmanager
     def chat_turn(self, run: Run) -> Iterator[None]:

@@ -78,6 +78,7 @@ class Run:
         self.budget = Budget(limits, request.agent, daily)
         self.stop_reason: Optional[str] = None
         self.stop_message = ""
+        self.slot_held = False  # admitted with a run slot its scheduler took (and gives back)
         self.provider_errors: List[Dict[str, Any]] = []  # failed model requests, as Hermes reported them
         self.tool_calls: List[ToolCallSummary] = []
         self.artifacts: List[ArtifactSummary] = []  # every tool result received, kept as evidence

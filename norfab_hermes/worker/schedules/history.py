@@ -3,6 +3,11 @@ The history of scheduled runs, kept beside each agent's cron store in
 ``<profile>/cron/norfab_history.jsonl``: one line per run (and one per batch
 of runs Hermes skipped), the newest HISTORY_KEPT per schedule. It needs no
 client: whoever asks later reads what ran while nobody watched.
+
+An occurrence that fell due while every run slot was busy is written as
+``queued`` at once; the record of its run (same schedule, same due time)
+replaces it when read. One still queued when the worker stopped is recorded
+``skipped`` when the worker starts again (``settle_queued``).
 """
 
 import logging
@@ -43,6 +48,19 @@ def newest(runs: List[ScheduleRun], kept: int) -> List[ScheduleRun]:
     return list(reversed(chosen))
 
 
+def settled(runs: List[ScheduleRun]) -> List[ScheduleRun]:
+    """The runs without the ``queued`` records of occurrences recorded again later (they ran or were skipped)."""
+    later = set()
+    kept = []
+    for run in reversed(runs):
+        key = (run.schedule_id, run.due)
+        if run.status == "queued" and key in later:
+            continue
+        later.add(key)
+        kept.append(run)
+    return list(reversed(kept))
+
+
 # told(agent, run, runs): a run just recorded; runs(agent, schedule_id, limit) reads the newest ones
 Told = Callable[[str, ScheduleRun, Callable[[str, Optional[str], int], List[ScheduleRun]]], None]
 
@@ -69,8 +87,8 @@ class ScheduleHistory:
             self._appends[agent] = self._appends.get(agent, 0) + 1
             if self._appends[agent] >= HISTORY_KEPT:  # prune now and then, not at every run
                 self._appends[agent] = 0
-                self._write(agent, newest(self._read(agent), HISTORY_KEPT))
-        if self.told is not None:
+                self._write(agent, newest(settled(self._read(agent)), HISTORY_KEPT))
+        if self.told is not None and run.status != "queued":  # a queued occurrence is told once it ran
             self.told(agent, run, self.runs)
 
     def _read(self, agent: str) -> List[ScheduleRun]:
@@ -89,8 +107,15 @@ class ScheduleHistory:
         write_file(self._file(agent), "".join(r.model_dump_json() + "\n" for r in runs))
 
     def runs(self, agent: str, schedule_id: Optional[str], limit: int) -> List[ScheduleRun]:
-        runs = [r for r in self._read(agent) if schedule_id is None or r.schedule_id == schedule_id]
+        runs = [r for r in settled(self._read(agent)) if schedule_id is None or r.schedule_id == schedule_id]
         return list(reversed(runs))[:limit]
+
+    def settle_queued(self, agent: str, note: str) -> int:
+        """Record every occurrence still ``queued`` (the worker stopped before it ran) as skipped; how many."""
+        stale = [r for r in settled(self._read(agent)) if r.status == "queued"]
+        for run in stale:
+            self.record(agent, ScheduleRun(schedule_id=run.schedule_id, status="skipped", due=run.due, note=note))
+        return len(stale)
 
     def forget(self, agent: str, schedule_id: str) -> None:
         """Drop a removed schedule's runs."""

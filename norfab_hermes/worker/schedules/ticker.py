@@ -18,10 +18,18 @@ the agent's daily budget is spent), with the finding, the session to read it
 in full, the tool calls with their NorFab job UUIDs and their evidence. A
 watched schedule's runs are judged against its acceptance criteria, and its
 observation period ends on its own (``watch``).
+
+Due occurrences beyond the free run slots wait in ``admission``: recorded
+``queued`` at once, admitted one agent at a time in turn as slots free, each
+run with its full budget from the moment it is admitted. One still waiting
+when the worker stops is recorded ``skipped`` (at the stop, or at the next
+start after a crash).
 """
 
 import logging
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -43,6 +51,7 @@ from ..hermes.records import CronJob
 from ..hermes.runtime import HermesRuntime
 from . import watch
 from .actions import ScheduleActions
+from .admission import Admission
 from .history import ScheduleHistory, Told, iso, parse_time
 
 log = logging.getLogger(__name__)
@@ -52,6 +61,11 @@ MIN_WAIT = 0.02  # seconds; due times are whole seconds, the clock checks slight
 LATE = 10 * TICK  # a run starting this late was held up (worker down or busy), not just ticked
 RESPONSE_CHARS = 2000  # of a finding kept in history; the session has all of it
 MISSED_SLOTS_COUNTED = 1000
+CRON_THREADS = 2048  # due jobs Hermes' cron hands over at once (see cron.size_pool): the 2,000 of issue "Scale"
+TICK_THREADS = 4  # agents' stores ticked at once when several have jobs due
+HAND_OVER = 2.0  # seconds the admission waits, after a tick of several stores, for their jobs to reach it
+STOP_WAIT = 3.0  # seconds a stop waits for the queued occurrences' skipped records
+STOPPED_QUEUED = "the worker stopped while it was queued for a run slot: not run"
 # job fields a scheduled run refuses (a chat-created job may set them): they run code on the worker host
 STATUS_BY_STOP_REASON = {
     StopReason.completed.value: "ok",
@@ -77,6 +91,7 @@ class Schedules:
         evidence: the tool results runs received (criteria are checked on them).
         claim: who runs a due occurrence of a grouped schedule (the records).
         told: told of every run the history records (the notifier).
+        admission: the worker's run slots, shared fairly by due occurrences (none: each run waits for a slot alone).
     """
 
     def __init__(
@@ -88,6 +103,7 @@ class Schedules:
         evidence: EvidenceStore,
         claim: Optional[Claim] = None,
         told: Optional[Told] = None,
+        admission: Optional[Admission] = None,
     ) -> None:
         self.worker_name = worker_name
         self.claim = claim
@@ -98,8 +114,13 @@ class Schedules:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._tickers: Optional[ThreadPoolExecutor] = None  # ticks several agents' stores at once
+        self._arrival = threading.Condition()  # due jobs Hermes' cron handed over so far (_arrived)
+        self._arrived = 0
+        self._waiting = 0  # occurrences waiting for admission (a stop waits for their skipped records)
         self._next_due: Dict[str, Tuple[float, Optional[datetime]]] = {}  # agent -> (jobs file mtime, next due)
         self.evidence = evidence
+        self.admission = admission
         self.history = ScheduleHistory(worker_name, self.home, told)
         self.watches = watch.Watches(self.home)
         self.actions = ScheduleActions(
@@ -115,6 +136,14 @@ class Schedules:
     # ---------------------------------------------------------------- ticker
 
     def start(self) -> None:
+        for agent in list(self.catalog.agents):  # queued when the worker went down: accounted, never silently gone
+            settled = self.history.settle_queued(agent, f"{STOPPED_QUEUED} (found at the worker's next start)")
+            if settled:
+                log.warning(
+                    f"{self.worker_name} - Recorded {settled} queued occurrence(s) of agent '{agent}' as skipped"
+                )
+        if self.admission is not None:
+            cron.size_pool(CRON_THREADS)
         cron.run_jobs_with(self._execute)
         self._thread = threading.Thread(target=self._loop, name="hermes-schedules", daemon=True)
         self._thread.start()
@@ -124,6 +153,12 @@ class Schedules:
         self._wake.set()
         if self._thread:
             self._thread.join(5)
+        deadline = time.monotonic() + STOP_WAIT
+        with self._arrival:  # queued occurrences see the stop within a poll: their skipped records land now
+            while self._waiting and time.monotonic() < deadline:
+                self._arrival.wait(max(0.0, deadline - time.monotonic()))
+        if self._tickers is not None:
+            self._tickers.shutdown(wait=False)
 
     def wake(self) -> None:
         """Check the stores now (a schedule changed)."""
@@ -138,20 +173,52 @@ class Schedules:
                 return
             now = datetime.now(timezone.utc)
             soonest = now + timedelta(seconds=TICK)
+            due_now: List[str] = []
             for agent in self.catalog.available():
                 due = self.next_due(agent)
                 if due is not None and due <= now and self._end_observations(agent, now):
                     due = self.next_due(agent)
                 if due is not None and due <= now:
-                    try:
-                        cron.tick(self.home(agent), self.runtime.gateway.adapters(agent), self.runtime.loop)
-                    except Exception:  # one broken store must not stop the others
-                        log.exception(f"{self.worker_name} - Scheduler tick failed for agent '{agent}'")
+                    due_now.append(agent)
                 elif due is not None:
                     soonest = min(soonest, due)
+            self._tick_all(due_now)
             self.last_tick = now
             # sleep until the next due time, at most a tick: new and changed schedules are seen within a tick
             wait = max(MIN_WAIT, (soonest - datetime.now(timezone.utc)).total_seconds())
+
+    def _tick_all(self, agents: List[str]) -> None:
+        """Tick the stores with jobs due, several at once, and admit none of their occurrences until all
+        have reached the admission queue: then the queue takes them in turn across agents. (Otherwise the
+        agents ticked first fill the free slots, and their runs slow the ticks of the others.)"""
+        if len(agents) == 1:
+            self._tick(agents[0])
+            return
+        if not agents:
+            return
+        if self._tickers is None:
+            self._tickers = ThreadPoolExecutor(TICK_THREADS, thread_name_prefix="hermes-schedules-tick")
+        with self._arrival:
+            arrived = self._arrived
+        if self.admission is not None:
+            self.admission.hold()
+        try:
+            dispatched = sum(self._tickers.map(self._tick, agents))
+            deadline = time.monotonic() + HAND_OVER
+            with self._arrival:  # Hermes' cron threads reach _execute soon after their dispatch
+                while self._arrived - arrived < dispatched and time.monotonic() < deadline and not self._stop.is_set():
+                    self._arrival.wait(max(0.0, deadline - time.monotonic()))
+        finally:
+            if self.admission is not None:
+                self.admission.resume()
+
+    def _tick(self, agent: str) -> int:
+        """Hand the agent's due jobs to Hermes' cron; how many it dispatched."""
+        try:
+            return cron.tick(self.home(agent), self.runtime.gateway.adapters(agent), self.runtime.loop)
+        except Exception:  # one broken store must not stop the others
+            log.exception(f"{self.worker_name} - Scheduler tick failed for agent '{agent}'")
+            return 0
 
     def home(self, agent: str) -> Path:
         return self.catalog.root / "profiles" / agent
@@ -187,12 +254,15 @@ class Schedules:
         """Hermes' run_job for a due job: the agent runs it; the outcome goes to history and back to Hermes."""
         agent = cron.active_profile()
         started = datetime.now(timezone.utc)
+        with self._arrival:
+            self._arrived += 1
+            self._arrival.notify_all()
         due = parse_time(job.next_run_at)
-        late = self._record_missed(agent, job, due, started)
 
         def not_run(status: str, label: str, message: str, **record: Any) -> "cron.CronOutcome":
             """An occurrence that ran no turn here: its history entry and what Hermes' cron is told."""
-            run = ScheduleRun(schedule_id=job.id, status=status, due=iso(due), started=iso(started), **record)
+            record.setdefault("started", iso(started))
+            run = ScheduleRun(schedule_id=job.id, status=status, due=iso(due), **record)
             self.history.record(agent, run)
             ran_elsewhere = label == "ELSEWHERE"
             return ran_elsewhere, f"# {job.name} ({label})\n\n{message}\n", "", None if ran_elsewhere else message
@@ -208,7 +278,46 @@ class Schedules:
             if owner not in (None, self.worker_name):  # another member of the group claimed it first
                 note = f"ran on worker {owner} of group {watched.group}"
                 return not_run("skipped", "ELSEWHERE", note, note=note, worker=owner)
-            result = self.run_scheduled(agent, cron.job_prompt(job) or job.prompt, job.id, watched.response_schema)
+        except Exception as error:  # the claim could not be taken: the occurrence runs nowhere
+            return not_run("failed", "FAILED", str(error), warnings=[str(error)])
+        if self.admission is None:
+            late = self._record_missed(agent, job, due, started)
+            return self._run(agent, job, due, started, late, not_run, watched)
+        ticket, ahead = self.admission.enter(agent)
+        if not ticket.admitted.is_set():
+            with self._arrival:
+                self._waiting += 1
+            try:
+                note = f"waiting for a free run slot, {ahead} due occurrence(s) ahead of it"
+                self.history.record(agent, ScheduleRun(schedule_id=job.id, status="queued", due=iso(due), note=note))
+                if not self.admission.wait(ticket, self._stop.is_set):
+                    return not_run("skipped", "SKIPPED", STOPPED_QUEUED, note=STOPPED_QUEUED, started=None)
+            finally:
+                with self._arrival:
+                    self._waiting -= 1
+                    self._arrival.notify_all()
+            started = datetime.now(timezone.utc)  # the run starts when it is admitted
+        try:
+            late = self._record_missed(agent, job, due, started)
+            return self._run(agent, job, due, started, late, not_run, watched, slot_held=True)
+        finally:
+            self.admission.leave()
+
+    def _run(
+        self,
+        agent: str,
+        job: CronJob,
+        due: Optional[datetime],
+        started: datetime,
+        late: Optional[str],
+        not_run: Callable[..., "cron.CronOutcome"],
+        watched: watch.Watch,
+        **held: Any,
+    ) -> cron.CronOutcome:
+        """The occurrence run as a run of the agent; its history entry and what Hermes' cron is told."""
+        try:
+            prompt = cron.job_prompt(job) or job.prompt
+            result = self.run_scheduled(agent, prompt, job.id, watched.response_schema, **held)
         except OverBudget as error:  # the agent's daily budget is spent: no model is called
             note = "skipped: the agent's daily budget is spent, the model was not called"
             return not_run("skipped", "SKIPPED", str(error), warnings=[str(error)], note=note)
@@ -305,6 +414,7 @@ class Schedules:
     def status(self, agent: Optional[str] = None) -> SchedulerStatus:
         agents = {}
         now = datetime.now(timezone.utc)
+        queued = self.admission.waiting() if self.admission is not None else {}
         for name in [agent] if agent else self.catalog.available():
             jobs = cron.list_jobs(self.home(name)) if name in self.catalog.agents else []
             times = [(parse_time(j.next_run_at), j) for j in jobs if j.enabled]
@@ -313,6 +423,7 @@ class Schedules:
                 schedules=len(jobs),
                 next_due=iso(min((t for t, _ in due), default=None)),
                 overdue=[j.name for t, j in due if (now - t).total_seconds() > 5 * TICK],
+                queued=queued.get(name, 0),
             )
         return SchedulerStatus(
             ticking=bool(self._thread and self._thread.is_alive()), last_tick=iso(self.last_tick), agents=agents
