@@ -8,6 +8,7 @@ table of its own, so that the rows stay small and many share a page.
 
 import dataclasses
 import json
+import sqlite3
 import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -17,6 +18,9 @@ from ...models import PREVIEW_CHARS, GetRunsInput, Provenance, RunsPage, RunStat
 from .statements import Connection, Row
 
 PROVENANCE = tuple(Provenance.model_fields)  # one column each
+TRIGRAM = 3  # characters: a shorter text finds no trigram to look up
+TEXT_SAMPLE = 1000  # newest runs the text is looked for in first: fewer runs to read, it reads them
+INDEX_COST = 6  # a run the trigram index names costs about as much as reading 6 runs (measured at 1M runs)
 EQUAL_FILTERS = ("agent", "state", "stop_reason", "schedule_id", "case_id", *PROVENANCE)
 
 
@@ -162,7 +166,7 @@ def by_dedupe_key(db: Connection, agent: str, key: str, since: float) -> Optiona
     return row["run_id"] if row else None
 
 
-def _filters(query: GetRunsInput) -> Tuple[str, List[Any]]:
+def _filters(db: Connection, query: GetRunsInput) -> Tuple[str, List[Any]]:
     where, params = ["1 = 1"], []
     for column in EQUAL_FILTERS:  # the model's names, each a column of the runs table
         value = getattr(query, column)
@@ -181,15 +185,48 @@ def _filters(query: GetRunsInput) -> Tuple[str, List[Any]]:
     if query.text is not None:
         text = query.text
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        # lower(): SQLite's LIKE ignores case, PostgreSQL's does not
-        where.append("(lower(instructions) LIKE lower(?) ESCAPE '\\' OR lower(response) LIKE lower(?) ESCAPE '\\')")
+        # lower(): SQLite's LIKE ignores case, PostgreSQL's does not; PostgreSQL's trigram indexes are on lower()
+        # of each (migration 0007)
+        holds = "(lower(instructions) LIKE lower(?) ESCAPE '\\' OR lower(response) LIKE lower(?) ESCAPE '\\')"
+        if isinstance(db, sqlite3.Connection) and _rare(db, " AND ".join(where), params, holds, pattern, text):
+            # the runs the FTS5 trigram index names (its LIKE has no ESCAPE: a % or _ of the text finds more),
+            # then the exact test on those alone
+            where.append(
+                "rowid IN (SELECT rowid FROM runs_text WHERE instructions LIKE ? "
+                "UNION SELECT rowid FROM runs_text WHERE response LIKE ?)"
+            )
+            params += [f"%{text}%", f"%{text}%"]
+        where.append(holds)
         params += [pattern, pattern]
     return " AND ".join(where), params
 
 
+def _rare(db: Connection, where: str, params: List[Any], holds: str, pattern: str, text: str) -> bool:
+    """Whether SQLite finds the runs holding ``text`` faster through its trigram index than by reading the
+    runs the other filters leave. The index names every run holding the text's trigrams (its share of the
+    runs: as in the newest of those the other filters leave), each read at some cost; reading the runs the
+    other filters leave costs one each: a text shorter than a trigram, a common one, or other filters that
+    leave fewer runs than the index would name, read the runs."""
+    if len(text) < TRIGRAM:
+        return False
+    seen, found = db.execute(
+        f"SELECT count(*), coalesce(sum({holds}), 0) FROM "
+        f"(SELECT instructions, response FROM runs WHERE {where} ORDER BY started DESC LIMIT ?)",
+        [pattern, pattern, *params, TEXT_SAMPLE],
+    ).fetchone()
+    if seen < TEXT_SAMPLE:  # the other filters leave fewer runs: read them
+        return False
+    runs = db.execute("SELECT coalesce(max(rowid), 0) FROM runs").fetchone()[0]  # about how many (rowids grow)
+    named = int(INDEX_COST * runs * (found + 1) / seen)  # what reading the runs the index names would cost
+    if where == "1 = 1":
+        return bool(named < runs)
+    left = f"SELECT count(*) FROM (SELECT 1 FROM runs WHERE {where} LIMIT ?)"  # at most ``named`` of them
+    return bool(db.execute(left, [*params, named]).fetchone()[0] >= named)
+
+
 def find(db: Connection, query: GetRunsInput) -> RunsPage:
     """A page of run summaries, newest first, and how many match."""
-    where, params = _filters(query)
+    where, params = _filters(db, query)
     limit, offset = query.limit, query.offset
     total = db.execute(f"SELECT count(*) FROM runs WHERE {where}", params).fetchone()[0]
     rows = db.execute(
