@@ -8,12 +8,15 @@ transaction, so a reader (get_runs, an export) never waits long and a
 import contextlib
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence, Tuple
 
 from . import audit
 
 RECORDS_FILE = "norfab_records.db"
+COMPACT_PAGES = 500  # pages (4 KiB) given back per step of ``compact``
+COMPACT_PAUSE = 0.005  # seconds between those steps: runs being recorded take the lock meanwhile
 SCHEMA_VERSION = 2  # in the file's user_version; 2: runs carry their case and provenance
 
 
@@ -76,10 +79,18 @@ class Database:
         audit.set_anchor(db, "head", *after)
 
     def compact(self) -> None:
-        """Give the pages of deleted rows back to the file system."""
-        with self._lock:
-            self._db.execute("PRAGMA incremental_vacuum")
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        """Give the pages of deleted rows back to the file system, COMPACT_PAGES at a time: a write waits for
+        one step at most (sqlite3's ``execute`` steps the pragma once, freeing one page: a script runs it whole)."""
+        before = None
+        while True:
+            with self._lock:
+                free = self._db.execute("PRAGMA freelist_count").fetchone()[0]
+                if not free or free == before:  # all given back, or a file made without auto_vacuum: none can be
+                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    return
+                self._db.executescript(f"PRAGMA incremental_vacuum({COMPACT_PAGES});")
+            before = free
+            time.sleep(COMPACT_PAUSE)
 
     def close(self) -> None:
         with self._lock:

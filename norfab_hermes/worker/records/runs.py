@@ -278,12 +278,16 @@ def summary(row: Row, decided_by: List[str]) -> RunSummary:
     )
 
 
-def prune(db: Connection, cutoff: float, keep: int, batch: int) -> int:
-    """Delete at most ``batch`` of the oldest finished runs started before ``cutoff`` or beyond the newest
-    ``keep``, with their details; how many (a caller loops, one short transaction each, so runs being
-    recorded meanwhile wait for one batch at most)."""
+def prune_edge(db: Connection, cutoff: float, keep: int) -> float:
+    """Runs started before this go: those before ``cutoff`` and those beyond the newest ``keep``."""
     edge = db.execute("SELECT started FROM runs ORDER BY started DESC LIMIT 1 OFFSET ?", (keep,)).fetchone()
-    through = max(cutoff, edge["started"] + 1e-6) if edge else cutoff
+    return float(max(cutoff, edge["started"] + 1e-6) if edge else cutoff)
+
+
+def prune(db: Connection, through: float, batch: int) -> Tuple[int, int]:
+    """Delete at most ``batch`` of the oldest finished runs started before ``through`` (``prune_edge``), with
+    their details and approvals; how many runs and approvals (a caller loops, one short transaction each, so
+    runs being recorded meanwhile wait for one batch at most)."""
     gone = [
         found["run_id"]
         for found in db.execute(
@@ -291,8 +295,10 @@ def prune(db: Connection, cutoff: float, keep: int, batch: int) -> int:
             (through, batch),
         )
     ]
-    if gone:
-        marks = ", ".join("?" * len(gone))
-        db.execute(f"DELETE FROM runs WHERE run_id IN ({marks})", gone)
-        db.execute(f"DELETE FROM run_details WHERE run_id IN ({marks})", gone)
-    return len(gone)
+    if not gone:
+        return 0, 0
+    marks = ", ".join("?" * len(gone))
+    db.execute(f"DELETE FROM runs WHERE run_id IN ({marks})", gone)
+    db.execute(f"DELETE FROM run_details WHERE run_id IN ({marks})", gone)
+    asked = db.execute(f"DELETE FROM approvals WHERE run_id IN ({marks})", gone).rowcount
+    return len(gone), asked
