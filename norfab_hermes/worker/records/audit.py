@@ -176,7 +176,9 @@ def verify(db: Connection, worker: str, keys: Optional[Dict[str, str]] = None) -
 
 def prune_edge(db: Connection, cutoff: str, keep: int) -> int:
     """Entries up to this seq go: those older than ``cutoff`` and those beyond the newest ``keep``."""
-    by_age = db.execute("SELECT max(seq) FROM audit WHERE time < ?", (cutoff,)).fetchone()[0] or 0
+    # the newest entry older than cutoff, by its time's index (a worker's clock behind another's: fewer go)
+    by_age = db.execute("SELECT seq FROM audit WHERE time < ? ORDER BY time DESC LIMIT 1", (cutoff,)).fetchone()
+    by_age = by_age[0] if by_age else 0
     head = db.execute("SELECT max(seq) FROM audit").fetchone()[0] or 0
     return int(max(by_age, head - keep))
 

@@ -19,8 +19,10 @@ from .statements import Connection, Row
 
 PROVENANCE = tuple(Provenance.model_fields)  # one column each
 TRIGRAM = 3  # characters: a shorter text finds no trigram to look up
-TEXT_SAMPLE = 1000  # newest runs the text is looked for in first: fewer runs to read, it reads them
+TEXT_SAMPLE = 1000  # newest runs the text's trigrams are weighed on (fewer left by the other filters: read those)
 INDEX_COST = 6  # a run the trigram index names costs about as much as reading 6 runs (measured at 1M runs)
+TEXT_TRIGRAMS = 40  # of a long text, the first this many trigrams are weighed
+LOOKED_UP = 3  # the rarest this many are looked up (each more narrows less; a common one is long to read)
 EQUAL_FILTERS = ("agent", "state", "stop_reason", "schedule_id", "case_id", *PROVENANCE)
 
 
@@ -188,40 +190,48 @@ def _filters(db: Connection, query: GetRunsInput) -> Tuple[str, List[Any]]:
         # lower(): SQLite's LIKE ignores case, PostgreSQL's does not; PostgreSQL's trigram indexes are on lower()
         # of each (migration 0007)
         holds = "(lower(instructions) LIKE lower(?) ESCAPE '\\' OR lower(response) LIKE lower(?) ESCAPE '\\')"
-        if isinstance(db, sqlite3.Connection) and _rare(db, " AND ".join(where), params, holds, pattern, text):
-            # the runs the FTS5 trigram index names (its LIKE has no ESCAPE: a % or _ of the text finds more),
-            # then the exact test on those alone
-            where.append(
-                "rowid IN (SELECT rowid FROM runs_text WHERE instructions LIKE ? "
-                "UNION SELECT rowid FROM runs_text WHERE response LIKE ?)"
-            )
-            params += [f"%{text}%", f"%{text}%"]
+        grams = _lookup(db, " AND ".join(where), params, text) if isinstance(db, sqlite3.Connection) else None
+        if grams:  # the runs SQLite's trigram index names (each holds these trigrams), then the exact test on them
+            where.append("rowid IN (SELECT rowid FROM runs_text WHERE runs_text MATCH ?)")
+            params.append(" AND ".join('"' + gram.replace('"', '""') + '"' for gram in grams))
         where.append(holds)
         params += [pattern, pattern]
     return " AND ".join(where), params
 
 
-def _rare(db: Connection, where: str, params: List[Any], holds: str, pattern: str, text: str) -> bool:
-    """Whether SQLite finds the runs holding ``text`` faster through its trigram index than by reading the
-    runs the other filters leave. The index names every run holding the text's trigrams (its share of the
-    runs: as in the newest of those the other filters leave), each read at some cost; reading the runs the
-    other filters leave costs one each: a text shorter than a trigram, a common one, or other filters that
-    leave fewer runs than the index would name, read the runs."""
-    if len(text) < TRIGRAM:
-        return False
-    seen, found = db.execute(
-        f"SELECT count(*), coalesce(sum({holds}), 0) FROM "
-        f"(SELECT instructions, response FROM runs WHERE {where} ORDER BY started DESC LIMIT ?)",
-        [pattern, pattern, *params, TEXT_SAMPLE],
-    ).fetchone()
-    if seen < TEXT_SAMPLE:  # the other filters leave fewer runs: read them
-        return False
+def trigrams(text: str) -> List[str]:
+    """The distinct trigrams of ``text`` (in any case), as it spells them."""
+    found: Dict[str, str] = {}
+    for start in range(len(text) - TRIGRAM + 1):
+        found.setdefault(text[start : start + TRIGRAM].lower(), text[start : start + TRIGRAM])
+    return list(found.values())
+
+
+def _lookup(db: Connection, where: str, params: List[Any], text: str) -> Optional[List[str]]:
+    """The trigrams of ``text`` SQLite looks up in its index (the rarest few in the newest of the runs the other
+    filters leave), or None: it reads those runs instead. The index names the runs holding all the trigrams
+    looked up, each read at some cost; reading the runs the other filters leave costs one each: a text shorter
+    than a trigram, a common one, or other filters that leave fewer runs than the index would name, read the
+    runs."""
+    grams = trigrams(text)[:TEXT_TRIGRAMS]
+    if not grams:
+        return None
+    newest = db.execute(  # their first characters: what the text is weighed on
+        f"SELECT substr(instructions, 1, 1000), substr(response, 1, 1000) FROM runs WHERE {where} "
+        "ORDER BY started DESC LIMIT ?",
+        [*params, TEXT_SAMPLE],
+    ).fetchall()
+    if len(newest) < TEXT_SAMPLE:  # the other filters leave fewer runs: read them
+        return None
+    texts = [f"{found[0]}\0{found[1]}".lower() for found in newest]
+    holding = {gram: sum(gram.lower() in found for found in texts) for gram in grams}
+    grams.sort(key=holding.__getitem__)
     runs = db.execute("SELECT coalesce(max(rowid), 0) FROM runs").fetchone()[0]  # about how many (rowids grow)
-    named = int(INDEX_COST * runs * (found + 1) / seen)  # what reading the runs the index names would cost
+    named = int(INDEX_COST * runs * (holding[grams[0]] + 1) / len(newest))  # what reading those would cost
     if where == "1 = 1":
-        return bool(named < runs)
+        return grams[:LOOKED_UP] if named < runs else None
     left = f"SELECT count(*) FROM (SELECT 1 FROM runs WHERE {where} LIMIT ?)"  # at most ``named`` of them
-    return bool(db.execute(left, [*params, named]).fetchone()[0] >= named)
+    return grams[:LOOKED_UP] if db.execute(left, [*params, named]).fetchone()[0] >= named else None
 
 
 def find(db: Connection, query: GetRunsInput) -> RunsPage:
@@ -279,7 +289,11 @@ def summary(row: Row, decided_by: List[str]) -> RunSummary:
 
 
 def prune_edge(db: Connection, cutoff: float, keep: int) -> float:
-    """Runs started before this go: those before ``cutoff`` and those beyond the newest ``keep``."""
+    """Runs started before this go: those before ``cutoff`` and those beyond the newest ``keep`` (looked for
+    only when there may be more: SQLite's rowids bound how many it holds)."""
+    if isinstance(db, sqlite3.Connection):
+        if db.execute("SELECT coalesce(max(rowid) - min(rowid) + 1, 0) FROM runs").fetchone()[0] <= keep:
+            return cutoff
     edge = db.execute("SELECT started FROM runs ORDER BY started DESC LIMIT 1 OFFSET ?", (keep,)).fetchone()
     return float(max(cutoff, edge["started"] + 1e-6) if edge else cutoff)
 

@@ -473,8 +473,8 @@ class Records:
 
             with self.db.reading() as db:  # what goes: fixed once (runs recorded meanwhile are newer)
                 through = runs.prune_edge(db, cutoff.timestamp(), self.settings.keep_runs)
-                at = cutoff.isoformat(timespec="milliseconds")
-                edge = audit.prune_edge(db, at, self.settings.keep_audit)
+            with self.db.reading() as db:
+                edge = audit.prune_edge(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
             asked = [0]  # the approvals of the runs deleted, with them
 
             def runs_batch(db: Any) -> int:
