@@ -5,7 +5,7 @@ runs are being written (the writers' latency during it), and the SQLite file's b
 filled directly through the store's own schema (one audit entry per run, a year of start times, a spread of
 agents, states, stop reasons, cases, schedules, deciders and texts): SQLite by inserts, PostgreSQL by COPY
 with its indexes made after. NORFAB_HERMES_BENCH_MILLION_RUNS sets the size (default 1,000,000);
-NORFAB_HERMES_BENCH_MILLION_PG_RUNS PostgreSQL's (default: the same; 0 leaves it out).
+NORFAB_HERMES_BENCH_MILLION_PG_RUNS PostgreSQL's (default: the same); 0 leaves either out.
 """
 
 import os
@@ -281,7 +281,7 @@ def postgresql(total: int) -> List[Dict[str, Any]]:
 def run(url: str) -> List[Dict[str, Any]]:
     total = int(os.environ.get(SIZE_ENV, "1000000"))
     pg_total = int(os.environ.get(PG_SIZE_ENV, str(total)))
-    rows = sqlite(total)
+    rows = sqlite(total) if total else []
     if pg_total and server_binaries() is not None:
         rows += postgresql(pg_total)
     return rows

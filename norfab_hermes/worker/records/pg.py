@@ -221,6 +221,14 @@ class PgDatabase:
         """Writers of ``name`` of every worker take turns until the transaction ends (a move into the record)."""
         db.raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CHAIN_LOCK, key_of(name)])
 
+    @contextlib.contextmanager
+    def deleting(self) -> Iterator[None]:
+        """A long deletion (retention): the server checkpoints on its own."""
+        yield
+
+    def checkpoint(self) -> None:
+        """The server checkpoints on its own."""
+
     def compact(self) -> None:
         """PostgreSQL's autovacuum gives deleted rows' space back on its own."""
 

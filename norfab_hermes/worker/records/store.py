@@ -482,16 +482,18 @@ class Records:
                 asked[0] += approvals_deleted
                 return deleted
 
-            gone = self._in_batches(runs_batch)
-            gone_entries = self._in_batches(lambda db: audit.prune(db, edge, PRUNE_BATCH))
-            after: Optional[str] = ""  # and any approval of a run no longer kept
-            while after is not None:
-                deleted, after = self._in_order(lambda db: approvals.prune(db, after or "", PRUNE_BATCH))
-                asked[0] += deleted
-                time.sleep(PRUNE_PAUSE)
-            self._in_order(write)
+            with self.db.deleting():
+                gone = self._in_batches(runs_batch)
+                gone_entries = self._in_batches(lambda db: audit.prune(db, edge, PRUNE_BATCH))
+                after: Optional[str] = ""  # and any approval of a run no longer kept
+                while after is not None:
+                    deleted, after = self._in_order(lambda db: approvals.prune(db, after or "", PRUNE_BATCH))
+                    asked[0] += deleted
+                    self._pause()
+                self._in_order(write)
+                if gone or gone_entries:
+                    self.db.compact()
             if gone or gone_entries:
-                self.db.compact()
                 log.info(f"{self.worker} - Pruned {gone} run records and {gone_entries} audit entries past retention")
 
     def _in_order(self, body: Callable[[Any], T]) -> T:
@@ -512,7 +514,13 @@ class Records:
             deleted += batch
             if batch < PRUNE_BATCH:
                 return deleted
-            time.sleep(PRUNE_PAUSE)
+            self._pause()
+
+    def _pause(self) -> None:
+        """Between two transactions of a prune: the WAL checkpointed beside the writers (``Database.deleting``),
+        then a pause for them to take the lock."""
+        self.db.checkpoint()
+        time.sleep(PRUNE_PAUSE)
 
     def close(self) -> None:
         if self.outbox is not None:
