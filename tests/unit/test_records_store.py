@@ -219,7 +219,7 @@ def test_the_text_filter_of_a_file_before_migration_0007_finds_its_runs(tmp_path
     records.close()
     with sqlite3.connect(tmp_path / RECORDS_FILE) as db:  # as the file was before migration 0007
         db.executescript(
-            "DROP TABLE runs_text_terms; DROP TABLE runs_text; DROP TRIGGER runs_text_insert; "
+            "DROP TABLE runs_text; DROP TRIGGER runs_text_insert; "
             "DROP TRIGGER runs_text_delete; DROP TRIGGER runs_text_update;"
         )
         db.execute("UPDATE runs SET response = 'Gi0/2 is DOWN too' WHERE run_id = 'r1'")  # an older worker's write

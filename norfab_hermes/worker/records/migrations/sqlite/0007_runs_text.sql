@@ -18,5 +18,3 @@ CREATE TRIGGER IF NOT EXISTS runs_text_update AFTER UPDATE OF instructions, resp
     VALUES ('delete', old.rowid, old.instructions, old.response);
     INSERT INTO runs_text (rowid, instructions, response) VALUES (new.rowid, new.instructions, new.response);
 END;
--- how many runs hold each trigram: a text whose trigrams are in most runs is found faster by reading every run
-CREATE VIRTUAL TABLE IF NOT EXISTS runs_text_terms USING fts5vocab(runs_text, 'row');
