@@ -172,6 +172,9 @@ def test_get_runs_filters(lab, worker):
         return [r["run_id"] for r in ok(run(nf.client, "get_runs", **filters))["runs"]]
 
     assert ids(text="needle") == [first["run_id"]]
+    assert ids(agent="alpha", since=mark, text="echo: filter T") == [second["run_id"]], "a substring of the answer"
+    short = ids(agent="alpha", since=mark, text="tW")  # shorter than a trigram: 'FILTER two'
+    assert second["run_id"] in short and first["run_id"] not in short
     assert ids(agent="alpha", since=mark, text="FILTER two") == [second["run_id"]]
     assert ids(agent="alpha", since=mark)[-2:] == [second["run_id"], first["run_id"]], "newest first"
     assert ids(until=mark, text="FILTER") == []

@@ -11,7 +11,9 @@ import pytest
 from unit.test_records_store import (  # the same behaviour on the other backend
     WORKER,
     approval,
+    either_way,  # noqa: F401
     ended,
+    recorded_texts,
     row,
     test_a_dedupe_key_finds_the_run_within_its_window,  # noqa: F401
     test_a_run_of_a_case_names_it_and_its_provenance_in_every_record,  # noqa: F401
@@ -21,6 +23,8 @@ from unit.test_records_store import (  # the same behaviour on the other backend
     test_runs_come_in_pages,  # noqa: F401
     test_settling_after_a_crash_ends_open_runs_and_approvals,  # noqa: F401
     test_the_daily_usage_adds_up_per_agent_and_day,  # noqa: F401
+    test_the_text_filter_finds_a_substring_in_any_case,  # noqa: F401
+    test_the_text_filter_follows_the_runs,  # noqa: F401
 )
 
 from norfab_hermes.errors import InventoryError, RecordsUnavailable
@@ -57,6 +61,39 @@ def test_the_schema_is_versioned_and_applied_once(dsn, tmp_path):
     with psycopg.connect(dsn) as db:
         versions = db.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
     assert [v for (v,) in versions] == [version for version, _, _ in pg.migrations()]
+
+
+def test_migration_0007_indexes_the_runs_text_of_a_record_made_before_it(dsn, tmp_path, monkeypatch):
+    """A record migrated without 0007 keeps its runs; with 0007 (pg_trgm, a GIN index on each of the
+    instructions and the answer) get_runs' text filter finds them, in any case, and the runs recorded after."""
+    every = pg.migrations()
+    with monkeypatch.context() as before:
+        lacking = [m for m in every if m[0] != 7]  # and any numbered after it: 0007 is applied after them
+        before.setattr(pg, "migrations", lambda: lacking)
+        before.setattr(pg, "SCHEMA_VERSION", lacking[-1][0])
+        old = Records(tmp_path, WORKER, SETTINGS)
+        recorded_texts(old)
+        old.close()
+    with psycopg.connect(dsn) as db:
+        assert 7 not in {v for (v,) in db.execute("SELECT version FROM schema_version")}
+    records = Records(tmp_path, WORKER, SETTINGS)
+    records.run_started(row("r4", instructions="check CORE-1 again"))
+    assert [r.run_id for r in records.runs(GetRunsInput(text="core-1")).runs] == ["r4", "r1"]
+    assert [r.run_id for r in records.runs(GetRunsInput(text="neighbor 10.0")).runs] == ["r2"]
+    assert [r.run_id for r in records.runs(GetRunsInput(text="e-")).runs] == ["r4", "r2", "r1"]
+    records.close()
+    with psycopg.connect(dsn) as db:
+        assert 7 in {v for (v,) in db.execute("SELECT version FROM schema_version")}
+        db.execute("SET enable_seqscan = off")  # four runs: the planner would read the table otherwise
+        plan = "\n".join(
+            line
+            for (line,) in db.execute(
+                "EXPLAIN SELECT run_id FROM runs WHERE lower(instructions) LIKE lower(%s) ESCAPE '\\' "
+                "OR lower(response) LIKE lower(%s) ESCAPE '\\'",
+                ["%core-1%", "%core-1%"],
+            )
+        )
+    assert "runs_instructions_text" in plan and "runs_response_text" in plan, plan
 
 
 def test_a_worker_refuses_a_newer_schema(dsn, tmp_path):

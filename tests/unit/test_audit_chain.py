@@ -83,7 +83,8 @@ def test_a_cut_tail_disagrees_with_the_head(log):
 def test_pruning_keeps_the_chain_verifiable(log):
     """Pruned entries leave their last link behind: the rest still verifies, and appends go on."""
     with log.transaction() as tx:
-        assert audit.prune(tx, cutoff="0000", keep=2, batch=100) == 3
+        edge = audit.prune_edge(tx, cutoff="0000", keep=2)
+        assert [audit.prune(tx, edge, batch=2) for _ in range(3)] == [2, 1, 0]  # by batches, up to the edge
         audit.append(tx, "w1", "records.pruned", data={"audit_entries": 3})
     found = verify(log)
     assert (found.ok, found.first_seq, found.last_seq) == (True, 4, 6)

@@ -15,6 +15,7 @@ from norfab_hermes.models import (
     RunUsage,
     ToolCallSummary,
 )
+from norfab_hermes.worker.records import runs as runs_module
 from norfab_hermes.worker.records import store as store_module
 from norfab_hermes.worker.records.db import RECORDS_FILE
 from norfab_hermes.worker.records.runs import RunRow
@@ -148,6 +149,91 @@ def test_runs_are_found_by_each_filter(records, filters, expected):
     records.run_ended(ended("r3", stop_reason="token_budget"), base + 130)
     records.approval(approval(state="approved", decided_by="lead"), "decided", "lead")
     assert [r.run_id for r in records.runs(GetRunsInput(limit=10, **filters)).runs] == expected
+
+
+TEXTS = {  # run id: (instructions, answer)
+    "r1": ("Check interfaces on CORE-1: users report loss", "Gi0/1 is DOWN since 02:10"),
+    "r2": ("Show BGP on edge-2", "neighbor 10.0.0.1 Established"),
+    "r3": ("Find 50%_off in the logs", "nothing found"),
+}
+
+
+@pytest.fixture(params=["index", "scan"])
+def either_way(request, monkeypatch):
+    """SQLite finds a text through its trigram index, or by reading the runs (few runs, a common or short text):
+    each way finds the same runs (PostgreSQL's planner chooses its own)."""
+    way = (lambda db, where, params, text: runs_module.trigrams(text)) if request.param == "index" else None
+    monkeypatch.setattr(runs_module, "_lookup", way or (lambda *args: None))
+
+
+def recorded_texts(records, names=TEXTS):
+    base = time.time() - 100  # within the retention
+    for n, (run_id, (instructions, answer)) in enumerate(names.items()):
+        records.run_started(row(run_id, started=base + n, instructions=instructions))
+        records.run_ended(ended(run_id, response=answer), base + n + 0.5)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("interfaces on core", ["r1"]),  # a substring of the instructions, in another case
+        ("gi0/1 is down", ["r1"]),  # of the answer
+        ("ESTABLISHED", ["r2"]),
+        ("0%_o", ["r3"]),  # % and _ are the text's own
+        ("0_", []),
+        ("e-", ["r2", "r1"]),  # shorter than a trigram: 'CORE-1', 'edge-2'
+        ("%", ["r3"]),
+        ("loss on", []),  # each of the instructions and the answer holds the text whole, not the two together
+        ("zzz", []),
+    ],
+)
+def test_the_text_filter_finds_a_substring_in_any_case(records, either_way, text, expected):
+    """text: a substring of a run's instructions or answer, in any case, its characters taken literally."""
+    recorded_texts(records)
+    assert [r.run_id for r in records.runs(GetRunsInput(limit=10, text=text)).runs] == expected
+
+
+def test_the_text_filter_follows_the_runs(records, either_way):
+    """An answer recorded when the run ends is found; a run deleted by retention is not any more."""
+    records.run_started(row("r1", started=time.time(), instructions="bounce the uplink"))
+    assert [r.run_id for r in records.runs(GetRunsInput(text="UPLINK")).runs] == ["r1"]
+    assert records.runs(GetRunsInput(text="flapped")).runs == []
+    records.run_ended(ended("r1", response="the uplink flapped twice"), time.time())
+    assert [r.run_id for r in records.runs(GetRunsInput(text="FLAPPED")).runs] == ["r1"]
+    old = time.time() - 200 * 86400
+    records.run_started(row("r0", started=old, instructions="an old uplink check"))
+    records.run_ended(ended("r0", response="old answer"), old + 1)
+    assert [r.run_id for r in records.runs(GetRunsInput(text="uplink")).runs] == ["r1", "r0"]
+    records.prune()
+    assert [r.run_id for r in records.runs(GetRunsInput(text="uplink")).runs] == ["r1"]
+    assert records.runs(GetRunsInput(text="old answer")).runs == []
+    if not records.shared:
+        index_agrees_with_the_runs(records)
+
+
+def test_the_text_filter_of_a_file_before_migration_0007_finds_its_runs(tmp_path, either_way):
+    """A record an older worker wrote (no text index) is indexed when the worker opens it: its runs are found,
+    and the runs recorded after."""
+    records = Records(tmp_path, WORKER, RecordsSettings())
+    recorded_texts(records)
+    records.close()
+    with sqlite3.connect(tmp_path / RECORDS_FILE) as db:  # as the file was before migration 0007
+        db.executescript(
+            "DROP TABLE runs_text; DROP TRIGGER runs_text_insert; "
+            "DROP TRIGGER runs_text_delete; DROP TRIGGER runs_text_update;"
+        )
+        db.execute("UPDATE runs SET response = 'Gi0/2 is DOWN too' WHERE run_id = 'r1'")  # an older worker's write
+    records = Records(tmp_path, WORKER, RecordsSettings())
+    records.run_started(row("r4", instructions="check CORE-1 again"))
+    assert [r.run_id for r in records.runs(GetRunsInput(text="core-1")).runs] == ["r4", "r1"]
+    assert [r.run_id for r in records.runs(GetRunsInput(text="gi0/2")).runs] == ["r1"]
+    assert records.runs(GetRunsInput(text="gi0/1")).runs == []
+    index_agrees_with_the_runs(records)
+
+
+def index_agrees_with_the_runs(records):
+    with records.db.reading() as db:  # FTS5 raises when its index and the runs it indexes disagree
+        db.execute("INSERT INTO runs_text (runs_text, rank) VALUES ('integrity-check', 1)")
 
 
 def made(model, digest):

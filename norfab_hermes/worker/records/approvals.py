@@ -3,7 +3,7 @@ Approval records: every approval a run asked for, as it stands now
 (pending, then approved, denied or expired, with who decided, when and why).
 """
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from ...models import ApprovalInfo
 from .statements import Connection
@@ -46,6 +46,21 @@ def pending(db: Connection, worker: str) -> List[ApprovalInfo]:
     return [ApprovalInfo.model_validate_json(row["info"]) for row in rows]
 
 
-def prune(db: Connection) -> int:
-    """Delete the approvals of runs no longer kept."""
-    return db.execute("DELETE FROM approvals WHERE run_id NOT IN (SELECT run_id FROM runs)").rowcount
+def prune(db: Connection, after: str, batch: int) -> Tuple[int, Optional[str]]:
+    """Of the next ``batch`` approvals by id after ``after``, delete those of runs no longer kept (a run's go
+    with it: these were recorded after it went); how many, and the last id looked at (None: no more). A caller
+    loops, one short transaction each."""
+    ids = [
+        row["approval_id"]
+        for row in db.execute(
+            "SELECT approval_id FROM approvals WHERE approval_id > ? ORDER BY approval_id LIMIT ?", (after, batch)
+        )
+    ]
+    if not ids:
+        return 0, None
+    gone = db.execute(
+        f"DELETE FROM approvals WHERE approval_id IN ({', '.join('?' * len(ids))}) "
+        "AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.run_id = approvals.run_id)",
+        ids,
+    ).rowcount
+    return gone, ids[-1]

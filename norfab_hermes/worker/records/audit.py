@@ -185,12 +185,20 @@ def verify(db: Connection, worker: str, keys: Optional[Dict[str, str]] = None) -
     )
 
 
-def prune(db: Connection, cutoff: str, keep: int, batch: int) -> int:
-    """Delete the oldest entries, at most ``batch``, of those older than ``cutoff`` or beyond the newest
-    ``keep``, keeping the link; how many (a caller loops, one short transaction each)."""
-    by_age = db.execute("SELECT max(seq) FROM audit WHERE time < ?", (cutoff,)).fetchone()[0] or 0
-    first, head = db.execute("SELECT min(seq), max(seq) FROM audit").fetchone()
-    through = min(max(by_age, (head or 0) - keep), (first or 0) + batch - 1)
+def prune_edge(db: Connection, cutoff: str, keep: int) -> int:
+    """Entries up to this seq go: those older than ``cutoff`` and those beyond the newest ``keep``."""
+    # the newest entry older than cutoff, by its time's index (a worker's clock behind another's: fewer go)
+    by_age = db.execute("SELECT seq FROM audit WHERE time < ? ORDER BY time DESC LIMIT 1", (cutoff,)).fetchone()
+    by_age = by_age[0] if by_age else 0
+    head = db.execute("SELECT max(seq) FROM audit").fetchone()[0] or 0
+    return int(max(by_age, head - keep))
+
+
+def prune(db: Connection, edge: int, batch: int) -> int:
+    """Delete the oldest entries, at most ``batch``, of those up to ``edge`` (``prune_edge``), keeping the link;
+    how many (a caller loops, one short transaction each)."""
+    first = db.execute("SELECT min(seq) FROM audit").fetchone()[0] or 0
+    through = min(edge, first + batch - 1)
     row = db.execute("SELECT seq, hash FROM audit WHERE seq <= ? ORDER BY seq DESC LIMIT 1", (through,)).fetchone()
     if row is None:
         return 0

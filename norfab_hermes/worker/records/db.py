@@ -8,12 +8,16 @@ transaction, so a reader (get_runs, an export) never waits long and a
 import contextlib
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence, Tuple
 
 from . import audit
 
 RECORDS_FILE = "norfab_records.db"
+COMPACT_PAGES = 500  # pages (4 KiB) given back per step of ``compact``
+COMPACT_PAUSE = 0.005  # seconds between those steps: runs being recorded take the lock meanwhile
+AUTO_CHECKPOINT = 1000  # WAL pages after which a commit checkpoints (SQLite's default), but while ``deleting``
 SCHEMA_VERSION = 2  # in the file's user_version; 2: runs carry their case and provenance
 
 
@@ -38,6 +42,7 @@ class Database:
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
+        self._aside: Optional[sqlite3.Connection] = None  # checkpoints while ``deleting``
         with self._lock:
             self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # takes effect on a new file only
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -75,10 +80,44 @@ class Database:
     def move_head(self, db: sqlite3.Connection, before: Tuple[int, str], after: Tuple[int, str]) -> None:
         audit.set_anchor(db, "head", *after)
 
-    def compact(self) -> None:
-        """Give the pages of deleted rows back to the file system."""
+    @contextlib.contextmanager
+    def deleting(self) -> Iterator[None]:
+        """A long deletion in many transactions (retention): meanwhile a commit leaves the WAL's checkpoint
+        (copying its pages into the file and syncing it: seconds on a busy disk) to ``checkpoint``, on a
+        connection of its own, so that no write waits for a sync while holding the lock."""
+        aside = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         with self._lock:
-            self._db.execute("PRAGMA incremental_vacuum")
+            self._db.execute("PRAGMA wal_autocheckpoint=0")
+            self._aside = aside
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._aside = None
+                self._db.execute(f"PRAGMA wal_autocheckpoint={AUTO_CHECKPOINT}")
+            aside.close()
+
+    def checkpoint(self) -> None:
+        """Within ``deleting``: the WAL's committed pages into the file, beside the writers (they go on)."""
+        aside = self._aside
+        if aside is not None:
+            aside.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def compact(self) -> None:
+        """Give the pages of deleted rows back to the file system, COMPACT_PAGES at a time: a write waits for
+        one step at most (sqlite3's ``execute`` steps the pragma once, freeing one page: a script runs it whole)."""
+        before = None
+        while True:
+            with self._lock:
+                free = self._db.execute("PRAGMA freelist_count").fetchone()[0]
+                if not free or free == before:  # all given back, or a file made without auto_vacuum: none can be
+                    break
+                self._db.executescript(f"PRAGMA incremental_vacuum({COMPACT_PAGES});")
+            before = free
+            self.checkpoint()
+            time.sleep(COMPACT_PAUSE)
+        self.checkpoint()  # what is left for the lock's holder to sync is little
+        with self._lock:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:

@@ -5,8 +5,8 @@ whose inventory sets ``records: {backend: postgresql}``.
 It answers the statements of the SQLite backend (``?`` placeholders, rows
 read by name or position), so ``runs``, ``approvals``, ``audit`` and
 ``usage`` hold one set of queries for both. The schema is versioned SQL
-files (``migrations/NNNN_*.sql``), applied at start under a lock so workers
-starting together apply each once; a worker refuses a database whose schema
+files (``migrations/NNNN_*.sql``), each one the database lacks applied at
+start under a lock so workers starting together apply each once; a worker refuses a database whose schema
 is newer than it knows. A connection the server dropped is opened again on
 the next use; what failed meanwhile failed loudly.
 
@@ -121,7 +121,8 @@ class PgDatabase:
                     "CREATE TABLE schema_version "
                     "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied TIMESTAMPTZ NOT NULL DEFAULT now())"
                 )
-            current = raw.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+            applied = {version for (version,) in raw.execute("SELECT version FROM schema_version").fetchall()}
+            current = max(applied, default=0)
             if current > SCHEMA_VERSION:
                 raise RecordsUnavailable(
                     f"the records database ({self.source}) has schema version {current}, newer than this worker's "
@@ -129,7 +130,7 @@ class PgDatabase:
                     "database"
                 )
             for version, name, sql in migrations():
-                if version > current:
+                if version not in applied:  # a number below the newest applied, too (branches merged)
                     with raw.transaction():
                         raw.execute(sql)
                         raw.execute("INSERT INTO schema_version (version, name) VALUES (%s, %s)", [version, name])
@@ -220,6 +221,14 @@ class PgDatabase:
     def serialize(self, db: Connection, name: str) -> None:
         """Writers of ``name`` of every worker take turns until the transaction ends (a move into the record)."""
         db.raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CHAIN_LOCK, key_of(name)])
+
+    @contextlib.contextmanager
+    def deleting(self) -> Iterator[None]:
+        """A long deletion (retention): the server checkpoints on its own."""
+        yield
+
+    def checkpoint(self) -> None:
+        """The server checkpoints on its own."""
 
     def compact(self) -> None:
         """PostgreSQL's autovacuum gives deleted rows' space back on its own."""

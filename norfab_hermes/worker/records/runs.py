@@ -8,6 +8,7 @@ table of its own, so that the rows stay small and many share a page.
 
 import dataclasses
 import json
+import sqlite3
 import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -17,6 +18,11 @@ from ...models import PREVIEW_CHARS, GetRunsInput, Provenance, RunsPage, RunStat
 from .statements import Connection, Row
 
 PROVENANCE = tuple(Provenance.model_fields)  # one column each
+TRIGRAM = 3  # characters: a shorter text finds no trigram to look up
+TEXT_SAMPLE = 1000  # newest runs the text's trigrams are weighed on (fewer left by the other filters: read those)
+INDEX_COST = 6  # a run the trigram index names costs about as much as reading 6 runs (measured at 1M runs)
+TEXT_TRIGRAMS = 40  # of a long text, the first this many trigrams are weighed
+LOOKED_UP = 3  # the rarest this many are looked up (each more narrows less; a common one is long to read)
 EQUAL_FILTERS = ("agent", "state", "stop_reason", "schedule_id", "case_id", *PROVENANCE)
 
 
@@ -162,7 +168,7 @@ def by_dedupe_key(db: Connection, agent: str, key: str, since: float) -> Optiona
     return row["run_id"] if row else None
 
 
-def _filters(query: GetRunsInput) -> Tuple[str, List[Any]]:
+def _filters(db: Connection, query: GetRunsInput) -> Tuple[str, List[Any]]:
     where, params = ["1 = 1"], []
     for column in EQUAL_FILTERS:  # the model's names, each a column of the runs table
         value = getattr(query, column)
@@ -181,15 +187,56 @@ def _filters(query: GetRunsInput) -> Tuple[str, List[Any]]:
     if query.text is not None:
         text = query.text
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        # lower(): SQLite's LIKE ignores case, PostgreSQL's does not
-        where.append("(lower(instructions) LIKE lower(?) ESCAPE '\\' OR lower(response) LIKE lower(?) ESCAPE '\\')")
+        # lower(): SQLite's LIKE ignores case, PostgreSQL's does not; PostgreSQL's trigram indexes are on lower()
+        # of each (migration 0007)
+        holds = "(lower(instructions) LIKE lower(?) ESCAPE '\\' OR lower(response) LIKE lower(?) ESCAPE '\\')"
+        grams = _lookup(db, " AND ".join(where), params, text) if isinstance(db, sqlite3.Connection) else None
+        if grams:  # the runs SQLite's trigram index names (each holds these trigrams), then the exact test on them
+            where.append("rowid IN (SELECT rowid FROM runs_text WHERE runs_text MATCH ?)")
+            params.append(" AND ".join('"' + gram.replace('"', '""') + '"' for gram in grams))
+        where.append(holds)
         params += [pattern, pattern]
     return " AND ".join(where), params
 
 
+def trigrams(text: str) -> List[str]:
+    """The distinct trigrams of ``text`` (in any case), as it spells them."""
+    found: Dict[str, str] = {}
+    for start in range(len(text) - TRIGRAM + 1):
+        found.setdefault(text[start : start + TRIGRAM].lower(), text[start : start + TRIGRAM])
+    return list(found.values())
+
+
+def _lookup(db: Connection, where: str, params: List[Any], text: str) -> Optional[List[str]]:
+    """The trigrams of ``text`` SQLite looks up in its index (the rarest few in the newest of the runs the other
+    filters leave), or None: it reads those runs instead. The index names the runs holding all the trigrams
+    looked up, each read at some cost; reading the runs the other filters leave costs one each: a text shorter
+    than a trigram, a common one, or other filters that leave fewer runs than the index would name, read the
+    runs."""
+    grams = trigrams(text)[:TEXT_TRIGRAMS]
+    if not grams:
+        return None
+    newest = db.execute(  # their first characters: what the text is weighed on
+        f"SELECT substr(instructions, 1, 1000), substr(response, 1, 1000) FROM runs WHERE {where} "
+        "ORDER BY started DESC LIMIT ?",
+        [*params, TEXT_SAMPLE],
+    ).fetchall()
+    if len(newest) < TEXT_SAMPLE:  # the other filters leave fewer runs: read them
+        return None
+    texts = [f"{found[0]}\0{found[1]}".lower() for found in newest]
+    holding = {gram: sum(gram.lower() in found for found in texts) for gram in grams}
+    grams.sort(key=holding.__getitem__)
+    runs = db.execute("SELECT coalesce(max(rowid), 0) FROM runs").fetchone()[0]  # about how many (rowids grow)
+    named = int(INDEX_COST * runs * (holding[grams[0]] + 1) / len(newest))  # what reading those would cost
+    if where == "1 = 1":
+        return grams[:LOOKED_UP] if named < runs else None
+    left = f"SELECT count(*) FROM (SELECT 1 FROM runs WHERE {where} LIMIT ?)"  # at most ``named`` of them
+    return grams[:LOOKED_UP] if db.execute(left, [*params, named]).fetchone()[0] >= named else None
+
+
 def find(db: Connection, query: GetRunsInput) -> RunsPage:
     """A page of run summaries, newest first, and how many match."""
-    where, params = _filters(query)
+    where, params = _filters(db, query)
     limit, offset = query.limit, query.offset
     total = db.execute(f"SELECT count(*) FROM runs WHERE {where}", params).fetchone()[0]
     rows = db.execute(
@@ -241,12 +288,20 @@ def summary(row: Row, decided_by: List[str]) -> RunSummary:
     )
 
 
-def prune(db: Connection, cutoff: float, keep: int, batch: int) -> int:
-    """Delete at most ``batch`` of the oldest finished runs started before ``cutoff`` or beyond the newest
-    ``keep``, with their details; how many (a caller loops, one short transaction each, so runs being
-    recorded meanwhile wait for one batch at most)."""
+def prune_edge(db: Connection, cutoff: float, keep: int) -> float:
+    """Runs started before this go: those before ``cutoff`` and those beyond the newest ``keep`` (looked for
+    only when there may be more: SQLite's rowids bound how many it holds)."""
+    if isinstance(db, sqlite3.Connection):
+        if db.execute("SELECT coalesce(max(rowid) - min(rowid) + 1, 0) FROM runs").fetchone()[0] <= keep:
+            return cutoff
     edge = db.execute("SELECT started FROM runs ORDER BY started DESC LIMIT 1 OFFSET ?", (keep,)).fetchone()
-    through = max(cutoff, edge["started"] + 1e-6) if edge else cutoff
+    return float(max(cutoff, edge["started"] + 1e-6) if edge else cutoff)
+
+
+def prune(db: Connection, through: float, batch: int) -> Tuple[int, int]:
+    """Delete at most ``batch`` of the oldest finished runs started before ``through`` (``prune_edge``), with
+    their details and approvals; how many runs and approvals (a caller loops, one short transaction each, so
+    runs being recorded meanwhile wait for one batch at most)."""
     gone = [
         found["run_id"]
         for found in db.execute(
@@ -254,8 +309,10 @@ def prune(db: Connection, cutoff: float, keep: int, batch: int) -> int:
             (through, batch),
         )
     ]
-    if gone:
-        marks = ", ".join("?" * len(gone))
-        db.execute(f"DELETE FROM runs WHERE run_id IN ({marks})", gone)
-        db.execute(f"DELETE FROM run_details WHERE run_id IN ({marks})", gone)
-    return len(gone)
+    if not gone:
+        return 0, 0
+    marks = ", ".join("?" * len(gone))
+    db.execute(f"DELETE FROM runs WHERE run_id IN ({marks})", gone)
+    db.execute(f"DELETE FROM run_details WHERE run_id IN ({marks})", gone)
+    asked = db.execute(f"DELETE FROM approvals WHERE run_id IN ({marks})", gone).rowcount
+    return len(gone), asked

@@ -7,7 +7,11 @@ For SQLite every ``CREATE TABLE`` of those tables is made if missing, the
 columns a file an older worker wrote lacks are added (``ALTER TABLE ... ADD
 COLUMN`` of a later migration included), then the indexes. The tables only a
 fleet needs (device lock holders, change jobs in flight, the record's id, the
-outbox marks) and PostgreSQL's functions stay on PostgreSQL.
+outbox marks), PostgreSQL's functions, extensions and its own kinds of index
+(``USING gin``) stay on PostgreSQL. What SQLite does in their stead is in
+``migrations/sqlite/NNNN_*.sql`` (idempotent scripts, run at every open after
+the indexes; an FTS5 table a file lacks is filled from its content table when
+it is made: a file an older worker wrote is indexed whole).
 """
 
 import re
@@ -31,13 +35,25 @@ WITHOUT_ROWID = ("run_details", "usage")
 SQLITE_TYPES = (("DOUBLE PRECISION", "REAL"), ("BYTEA", "BLOB"), ("BIGINT", "INTEGER"))
 TABLE = re.compile(r"^CREATE TABLE (\w+) \((.*)\)$", re.S)
 ADD_COLUMN = re.compile(r"^ALTER TABLE (\w+) ADD COLUMN (.*)$", re.S)
-INDEX = re.compile(r"^CREATE INDEX (\w+) ON (\w+) (.*)$", re.S)
+INDEX = re.compile(r"^CREATE INDEX (\w+) ON (\w+) (?!USING )(.*)$", re.S)  # a btree: SQLite's kind too
+VIRTUAL_TABLE = re.compile(r"CREATE VIRTUAL TABLE IF NOT EXISTS (\w+) USING fts5\(")
 
 
 def migrations() -> List[Tuple[int, str, str]]:
     """(version, file name, SQL) of every schema migration shipped, in order."""
     found = []
     for item in resources.files(__package__).joinpath("migrations").iterdir():
+        matched = MIGRATION.match(item.name)
+        if matched:
+            found.append((int(matched.group(1)), item.name, item.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def sqlite_migrations() -> List[Tuple[int, str, str]]:
+    """(version, file name, script) of what SQLite does in place of a migration's PostgreSQL-only parts."""
+    folder = resources.files(__package__).joinpath("migrations", "sqlite")
+    found = []
+    for item in folder.iterdir():
         matched = MIGRATION.match(item.name)
         if matched:
             found.append((int(matched.group(1)), item.name, item.read_text(encoding="utf-8")))
@@ -75,6 +91,7 @@ class SqliteSchema:
     def __init__(self) -> None:
         self.tables: Dict[str, List[str]] = {}  # table -> its entries (columns, then constraints)
         self.indexes: List[str] = []
+        self.scripts = [script for _, _, script in sqlite_migrations()]
         for _, _, sql in migrations():
             for statement in statements(sql):
                 if (table := TABLE.match(statement)) and table.group(1) in SQLITE_TABLES:
@@ -96,7 +113,8 @@ class SqliteSchema:
         )
 
     def upgrade(self, db: sqlite3.Connection) -> None:
-        """Add the columns a file an older worker wrote lacks, then make the indexes."""
+        """Add the columns a file an older worker wrote lacks, make the indexes, then SQLite's own parts (an
+        FTS5 table made now is filled from the rows already there)."""
         for name, entries in self.tables.items():
             present = {row[1] for row in db.execute(f"PRAGMA table_info({name})")}
             for entry in entries:
@@ -105,3 +123,11 @@ class SqliteSchema:
                     db.execute(f"ALTER TABLE {name} ADD COLUMN {entry}")
         for index in self.indexes:
             db.execute(index)
+        for script in self.scripts:
+            made = [name for name in VIRTUAL_TABLE.findall(script) if not _exists(db, name)]
+            fill = "".join(f"INSERT INTO {name} ({name}) VALUES ('rebuild');" for name in made)
+            db.executescript(f"BEGIN IMMEDIATE; {script}\n{fill} COMMIT;")  # made and filled, or neither
+
+
+def _exists(db: sqlite3.Connection, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None

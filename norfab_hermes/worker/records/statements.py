@@ -59,6 +59,10 @@ class Backend(Protocol[C]):
 
     def move_head(self, db: C, before: Tuple[int, str], after: Tuple[int, str]) -> None: ...
 
+    def deleting(self) -> ContextManager[None]: ...  # a long deletion in many transactions (retention)
+
+    def checkpoint(self) -> None: ...  # within ``deleting``, between its transactions
+
     def compact(self) -> None: ...
 
     def close(self) -> None: ...

@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PRUNE_INTERVAL = 3600.0  # seconds between retention checks while the worker runs
-PRUNE_BATCH = 2000  # runs or audit entries deleted per transaction: a run being recorded waits for one at most
+PRUNE_BATCH = 500  # runs or audit entries deleted per transaction: a run being recorded waits for one at most
 PRUNE_PAUSE = 0.005  # seconds between those transactions
 NONCE_PRUNE_INTERVAL = 60.0  # seconds between deletions of expired proofs' nonces
 CUT_NOTE = "the worker stopped (crash or kill) before the run finished; it was not resumed"
@@ -454,7 +454,6 @@ class Records:
             cutoff = datetime.now(timezone.utc) - timedelta(days=self.settings.keep_days)
 
             def write(db: Any) -> None:
-                gone_approvals = approvals.prune(db)
                 usage.prune(db, cutoff.strftime("%Y-%m-%d"))
                 occurrences.prune(db, cutoff.timestamp())
                 if self.outbox is not None:  # the marks of writes moved long ago; each outbox's last one stays
@@ -469,35 +468,62 @@ class Records:
                         "records.pruned",
                         data={
                             "runs": gone,
-                            "approvals": gone_approvals,
+                            "approvals": asked[0],
                             "audit_entries": gone_entries,
                             "keep_days": self.settings.keep_days,
                         },
                     )
 
-            with self._order:
-                if self.outbox is not None:  # never while the outbox keeps writes the record lacks
-                    self.outbox.catch_up()
-                gone = self._in_batches(
-                    lambda db: runs.prune(db, cutoff.timestamp(), self.settings.keep_runs, PRUNE_BATCH)
-                )
-                at = cutoff.isoformat(timespec="milliseconds")
-                gone_entries = self._in_batches(lambda db: audit.prune(db, at, self.settings.keep_audit, PRUNE_BATCH))
-                self._write(write)
+            with self.db.reading() as db:  # what goes: fixed once (runs recorded meanwhile are newer)
+                through = runs.prune_edge(db, cutoff.timestamp(), self.settings.keep_runs)
+            with self.db.reading() as db:
+                edge = audit.prune_edge(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
+            asked = [0]  # the approvals of the runs deleted, with them
+
+            def runs_batch(db: Any) -> int:
+                deleted, approvals_deleted = runs.prune(db, through, PRUNE_BATCH)
+                asked[0] += approvals_deleted
+                return deleted
+
+            with self.db.deleting():
+                gone = self._in_batches(runs_batch)
+                gone_entries = self._in_batches(lambda db: audit.prune(db, edge, PRUNE_BATCH))
+                after: Optional[str] = ""  # and any approval of a run no longer kept
+                while after is not None:
+                    deleted, after = self._in_order(lambda db: approvals.prune(db, after or "", PRUNE_BATCH))
+                    asked[0] += deleted
+                    self._pause()
+                self._in_order(write)
+                if gone or gone_entries:
+                    self.db.compact()
             if gone or gone_entries:
-                self.db.compact()
                 log.info(f"{self.worker} - Pruned {gone} run records and {gone_entries} audit entries past retention")
+
+    def _in_order(self, body: Callable[[Any], T]) -> T:
+        """``body`` in one write transaction in the worker's write order, never while the outbox keeps writes
+        the record lacks (they are moved first)."""
+        with self._order:
+            if self.outbox is not None:
+                self.outbox.catch_up()
+            return self._write(body)
 
     def _in_batches(self, delete: Callable[[Any], int]) -> int:
         """``delete`` (at most PRUNE_BATCH rows) in one transaction after another until it deletes fewer; how
-        many. A pause between them lets the runs being recorded meanwhile take the write lock (it is not fair)."""
+        many. Between them the write order and the write lock are let go, and a pause lets the runs being
+        recorded meanwhile take them (neither is fair): a run waits for one batch at most, on either backend."""
         deleted = 0
         while True:
-            batch = self._write(delete)
+            batch = self._in_order(delete)
             deleted += batch
             if batch < PRUNE_BATCH:
                 return deleted
-            time.sleep(PRUNE_PAUSE)
+            self._pause()
+
+    def _pause(self) -> None:
+        """Between two transactions of a prune: the WAL checkpointed beside the writers (``Database.deleting``),
+        then a pause for them to take the lock."""
+        self.db.checkpoint()
+        time.sleep(PRUNE_PAUSE)
 
     def close(self) -> None:
         if self.outbox is not None:
