@@ -16,6 +16,7 @@ from norfab_hermes.models import (
     ToolCallSummary,
 )
 from norfab_hermes.worker.records import runs as runs_module
+from norfab_hermes.worker.records import schema as schema_module
 from norfab_hermes.worker.records import store as store_module
 from norfab_hermes.worker.records.db import RECORDS_FILE
 from norfab_hermes.worker.records.runs import RunRow
@@ -229,6 +230,22 @@ def test_the_text_filter_of_a_file_before_migration_0007_finds_its_runs(tmp_path
     assert [r.run_id for r in records.runs(GetRunsInput(text="gi0/2")).runs] == ["r1"]
     assert records.runs(GetRunsInput(text="gi0/1")).runs == []
     index_agrees_with_the_runs(records)
+
+
+def test_an_sqlite_without_the_trigram_tokenizer_keeps_its_record_and_reads_the_runs_for_a_text(
+    tmp_path, monkeypatch, caplog
+):
+    """SQLite before 3.34 has no trigram tokenizer: the worker opens its record all the same, says so, and
+    the text filter reads the runs."""
+    shipped = schema_module.sqlite_migrations()
+    without = [(n, name, script.replace("tokenize='trigram'", "tokenize='no_such'")) for n, name, script in shipped]
+    monkeypatch.setattr(schema_module, "sqlite_migrations", lambda: without)
+    records = Records(tmp_path, WORKER, RecordsSettings())
+    recorded_texts(records)
+    assert [r.run_id for r in records.runs(GetRunsInput(text="interfaces on core")).runs] == ["r1"]
+    assert "cannot make runs_text" in caplog.text and "reading runs instead" in caplog.text
+    with sqlite3.connect(tmp_path / RECORDS_FILE) as db:
+        assert db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'runs_text%'").fetchall() == []
 
 
 def index_agrees_with_the_runs(records):

@@ -214,8 +214,8 @@ def _lookup(db: Connection, where: str, params: List[Any], text: str) -> Optiona
     than a trigram, a common one, or other filters that leave fewer runs than the index would name, read the
     runs."""
     grams = trigrams(text)[:TEXT_TRIGRAMS]
-    if not grams:
-        return None
+    if not grams or not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs_text'").fetchone():
+        return None  # no index: an SQLite without FTS5's trigram tokenizer (schema.py)
     newest = db.execute(  # their first characters: what the text is weighed on
         f"SELECT substr(instructions, 1, 1000), substr(response, 1, 1000) FROM runs WHERE {where} "
         "ORDER BY started DESC LIMIT ?",

@@ -14,10 +14,13 @@ the indexes; an FTS5 table a file lacks is filled from its content table when
 it is made: a file an older worker wrote is indexed whole).
 """
 
+import logging
 import re
 import sqlite3
 from importlib import resources
 from typing import Dict, List, Tuple
+
+log = logging.getLogger(__name__)
 
 MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 # the tables of one worker's SQLite record; run_details and usage are their key: no rowid beside it
@@ -126,7 +129,14 @@ class SqliteSchema:
         for script in self.scripts:
             made = [name for name in VIRTUAL_TABLE.findall(script) if not _exists(db, name)]
             fill = "".join(f"INSERT INTO {name} ({name}) VALUES ('rebuild');" for name in made)
-            db.executescript(f"BEGIN IMMEDIATE; {script}\n{fill} COMMIT;")  # made and filled, or neither
+            try:
+                db.executescript(f"BEGIN IMMEDIATE; {script}\n{fill} COMMIT;")  # made and filled, or neither
+            except sqlite3.OperationalError as error:  # FTS5 or its trigram tokenizer missing (SQLite before 3.34)
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                log.warning(
+                    f"SQLite {sqlite3.sqlite_version} cannot make {', '.join(made)} ({error}): reading runs instead"
+                )
 
 
 def _exists(db: sqlite3.Connection, name: str) -> bool:
