@@ -358,6 +358,10 @@ def test_device_output_in_an_answer_renders_as_text_and_runs_no_script(lab, cons
     assert page.inner_text("#device") == "r9" and page.inner_text("#command") == "show version"
     assert HOSTILE_VERSION in page.inner_text("#artifact")
     assert page.inner_text("#digest-check") == "matches the text below"
+    # the digest the page shows is the one `hermes evidence` shows for the artifact (its id ends the page's path)
+    shown = noc.call("evidence", [WORKER], {"agent": "fixer", "artifact_id": page.url.rsplit("/", 1)[-1]})[WORKER]
+    assert not shown["failed"], shown["errors"]
+    assert page.inner_text("code.digest") == f"sha256:{shown['result']['artifact']['sha256']}"
     assert page.locator("#artifact script, #artifact img").count() == 0
     assert page.evaluate(f"window.{MARKER}") is None
     shoot(page, "evidence")
@@ -427,14 +431,35 @@ def test_schedules_show_their_history_strip_and_pause_and_resume_in_the_page(lab
         assert not res["failed"], res["errors"]
         return res["result"]
 
-    definition = {"name": "watch-r9", "prompt": "how is r9", "schedule": "every 1h"}
+    up = {"tool": "port_state", "device": "sw2", "match": "GigabitEthernet0/1 is up", "name": "Gi0/1 up"}
+    definition = {
+        "name": "watch-sw2",
+        "prompt": call("port_state", FB="sw2", port="GigabitEthernet0/1"),
+        "schedule": "every 1h",
+        "compare": True,
+        "criteria": [up],
+    }
     [made] = schedule(action="create", definition=definition)["schedules"]
-    schedule(action="run", schedule_id=made["schedule_id"])
-    eventually(lambda: schedule(action="history", schedule_id=made["schedule_id"])["history"], "the run is recorded")
+
+    def ran(count):
+        schedule(action="run", schedule_id=made["schedule_id"])
+        return eventually(
+            lambda: (
+                len(runs := schedule(action="history", schedule_id=made["schedule_id"])["history"]) >= count and runs
+            ),
+            f"run {count} is recorded",
+        )
+
+    assert ran(1)[0]["status"] == "ok"
+    # the port goes down on the switch (not through hermes): the next run regresses
+    shut = {"FB": "sw2", "config": ["interface GigabitEthernet0/1", "shutdown"]}
+    assert not any(r["failed"] for r in nf.client.run_job("nornir", "cfg", kwargs=shut, timeout=60).values())
+    assert ran(2)[0]["status"] == "regressed"
     page = signed_in(browser, console, keys, "lead")
     page.goto(f"{console}/schedules")
     row = page.locator(f"tr.schedule[data-schedule='{made['schedule_id']}']")
-    assert row.locator("ol.strip li").get_attribute("class") == "run-ok"
+    strip = row.locator("ol.strip li")
+    assert [strip.nth(i).get_attribute("class") for i in range(strip.count())] == ["run-ok", "run-regressed"]
     assert row.locator(".schedule-state").inner_text() == "scheduled" and row.locator("time").inner_text()
     shoot(page, "schedules")
     row.locator("button.pause").click()
