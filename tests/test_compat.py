@@ -83,6 +83,8 @@ def test_pinned_version():
         "import inspect, cron.scheduler as s; src = inspect.getsource(s.run_one_job); "
         "out.append('run_job(' in src and 'defer_agent_teardown=' in src and callable(s._build_job_prompt) "
         "and callable(s._is_cron_silence_response) and 'sync' in inspect.signature(s.tick).parameters)",
+        # the cron pool's size comes from HERMES_CRON_MAX_PARALLEL, read at each tick (cron.size_pool)
+        "import inspect, cron.scheduler as s; out.append('os.getenv(\"HERMES_CRON_MAX_PARALLEL\"' in inspect.getsource(s.tick))",
         "import cron.jobs as j; out.append(all(callable(getattr(j, f)) for f in ('_compute_grace_seconds', '_hermes_now', "
         "'use_cron_store', 'resolve_job_ref', 'compute_next_run', 'trigger_job', 'pause_job', 'resume_job')))",
         # a sixth cron field counts seconds (tests and the demo schedule every few seconds)
