@@ -65,6 +65,9 @@ class AgentCatalog:
         self.stopped: Set[str] = set()
         self.warnings: List[str] = []  # problems that do not stop an agent
         self._secrets: Dict[Path, Dict[str, str]] = {}  # profile home -> its provider keys
+        # the values to mask, made once per change of _secrets: every log line and tool result is scrubbed
+        # with them, and with hundreds of agents making the list per line cost a turn milliseconds
+        self._masks: Optional[List[str]] = None
         # agent -> (config.yaml's inode, mtime, size), its parsed config: get_agents reads every agent's
         self._configs: Dict[str, Tuple[Tuple[int, int, int], Dict[str, Any]]] = {}
 
@@ -180,6 +183,7 @@ class AgentCatalog:
         kept = definition.model_dump(exclude_defaults=True) if owner == RUNTIME else None
         profiles.write_marker(home, owner, kept, stopped)
         self._secrets[home.resolve()] = secrets
+        self._masks = None
         self.agents[name] = definition
         self._set_stopped(name, stopped)
 
@@ -244,6 +248,7 @@ class AgentCatalog:
         self._set_stopped(name, saved["stopped"])
         if saved["secrets"] is not None:
             self._secrets[self.home(name).resolve()] = saved["secrets"]
+            self._masks = None
         for filename, data in saved["files"].items():
             write_file(self.home(name) / filename, data.decode())
 
@@ -256,6 +261,7 @@ class AgentCatalog:
             table.pop(name, None)
         self.stopped.discard(name)
         self._secrets.pop(self.home(name).resolve(), None)
+        self._masks = None
 
     # --------------------------------------------------------------- reads
 
@@ -267,8 +273,11 @@ class AgentCatalog:
 
     def secrets(self) -> List[str]:
         """Secret values to mask, longest first so no shorter one splits a longer."""
-        values = {value for keys in self._secrets.values() for value in keys.values() if len(value) >= MIN_SECRET_CHARS}
-        return sorted(values, key=len, reverse=True)
+        masks = self._masks
+        if masks is None:
+            values = {v for keys in self._secrets.values() for v in keys.values() if len(v) >= MIN_SECRET_CHARS}
+            masks = self._masks = sorted(values, key=len, reverse=True)
+        return masks
 
     def require(self, agent: str) -> AgentDefinition:
         """The definition of an agent that can take runs; AgentUnavailable says why not."""
