@@ -66,7 +66,7 @@ def panel(x0: int, title: str, points: Points, top: float, ticks: List[float], f
         if anchor:  # a legend only where there are two lines
             x, y = at(*line_points[-1])
             parts.append(
-                f'<text x="{x - 8:.1f}" y="{y + below + 13:.1f}" text-anchor="end" fill="{colour}">{label}</text>'
+                f'<text x="{x - 8:.1f}" y="{y + below + (13 if below > 0 else -13):.1f}" text-anchor="end" fill="{colour}">{label}</text>'
             )
     return "\n".join(parts)
 
