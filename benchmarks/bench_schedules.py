@@ -16,7 +16,7 @@ from typing import Any, Dict, List
 
 from common import WORKER, median, meets, row, worker, worker_process
 
-from norfab_hermes.testing.embedded import running_norfab
+from norfab_hermes.testing.embedded import most_at_once, running_norfab
 
 AGENTS = 4
 SCHEDULES_PER_AGENT = 2
@@ -80,16 +80,6 @@ def idle_cpu(url: str, agents: int, each: int) -> Dict[str, Any]:
     return row("schedules", metric, used, "% of a core", note, IDLE_TARGET, meets(used, IDLE_TARGET))
 
 
-def overlap(spans: List[Any]) -> int:
-    """The most (start, end) spans open at one moment."""
-    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
-    most = now = 0
-    for _, step in edges:
-        now += step
-        most = max(most, now)
-    return most
-
-
 def fair(url: str) -> List[Dict[str, Any]]:
     """Every agent's schedules due in the same second, more than the run slots: how long until the last one
     is admitted, each agent's longest wait, none lost, never more runs at once than the slots."""
@@ -151,11 +141,11 @@ def fair(url: str) -> List[Dict[str, Any]]:
         row(
             "schedules",
             "runs at once, most",
-            overlap(spans),
+            most_at_once(spans),
             "runs",
             note,
             f"<= {slots}",
-            meets(overlap(spans), f"<= {slots}"),
+            meets(most_at_once(spans), f"<= {slots}"),
         ),
     ]
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 
 from conftest import Lab, hermes_worker, norfab, run
 
-from norfab_hermes.testing.embedded import kill_process_group, worker_process
+from norfab_hermes.testing.embedded import kill_process_group, most_at_once, worker_process
 
 WORKER = "hermes-worker-1"
 SLOTS = 2
@@ -38,16 +38,6 @@ def histories(nf: Any) -> Dict[str, List[Dict[str, Any]]]:
         for agent, count in DUE.items()
         for n in range(count)
     }
-
-
-def overlap(spans: List[tuple]) -> int:
-    """The most spans (start, end) open at one moment."""
-    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
-    most = now = 0
-    for _, step in edges:
-        now += step
-        most = max(most, now)
-    return most
 
 
 def test_due_occurrences_beyond_the_run_slots_are_queued_admitted_in_turn_and_all_run(nf):
@@ -90,7 +80,7 @@ def test_due_occurrences_beyond_the_run_slots_are_queued_admitted_in_turn_and_al
     assert all(r["stop_reason"] == "completed" for r in scheduled), scheduled
     # the slots bound the runs: never more than SLOTS accepted-to-finished spans overlap
     spans = [(datetime.fromisoformat(r["started"]), datetime.fromisoformat(r["finished"])) for r in scheduled]
-    assert overlap(spans) == SLOTS, spans
+    assert most_at_once(spans) == SLOTS, spans
     # in turn: every light agent's runs started before the heavy agent's last two
     by_start = [r["agent"] for r in sorted(scheduled, key=lambda r: r["started"])]
     assert by_start[-2:] == [HEAVY, HEAVY], by_start

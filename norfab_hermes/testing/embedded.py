@@ -45,6 +45,16 @@ def free_port(address: str = "127.0.0.1") -> int:
     raise RuntimeError(f"no free port in {LISTEN_PORTS} on {address}")
 
 
+def most_at_once(spans: List[Tuple[float, float]]) -> int:
+    """The most of the (start, end) spans open at one moment: runs in flight at once, read from their records."""
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
 def wait_for_workers(client: Any, names: List[str], timeout: float = 60) -> None:
     """NorFab's start() returns before workers registered with the broker."""
     deadline = time.time() + timeout

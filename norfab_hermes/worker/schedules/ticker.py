@@ -290,7 +290,10 @@ class Schedules:
             try:
                 note = f"waiting for a free run slot, {ahead} due occurrence(s) ahead of it"
                 self.history.record(agent, ScheduleRun(schedule_id=job.id, status="queued", due=iso(due), note=note))
-                if not self.admission.wait(ticket, self._stop.is_set):
+                admitted = self.admission.wait(ticket, self._stop.is_set)
+                if admitted and self._stop.is_set():  # a slot the stop's own interrupts freed: no run starts now
+                    self.admission.leave()
+                if not admitted or self._stop.is_set():
                     return not_run("skipped", "SKIPPED", STOPPED_QUEUED, note=STOPPED_QUEUED, started=None)
             finally:
                 with self._arrival:
