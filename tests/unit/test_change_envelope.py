@@ -104,6 +104,16 @@ def test_a_fleet_change_is_refused_at_its_deadline_naming_the_job_left_behind(an
     assert record.db.execute("SELECT count(*) FROM change_jobs").fetchone()[0] == 2, "a job not ended stays listed"
 
 
+def test_a_job_left_on_several_devices_is_asked_about_once():
+    record = SharedRecord()
+    left_by_a_killed_worker(record, ("sw1", "sw2"))
+    asked = []
+    locks = FleetDeviceLocks(record, "hermes-2")
+    assert locks.wait_left(["sw1", "sw2"], lambda *job: asked.append(job) or False, time.time(), never, print) is None
+    assert asked == [("nornir", "job-1")]
+    assert record.db.execute("SELECT count(*) FROM change_jobs").fetchone()[0] == 0
+
+
 def test_a_change_job_whose_reply_was_read_is_no_longer_listed():
     record = SharedRecord()
     left_by_a_killed_worker(record)

@@ -227,11 +227,14 @@ class FleetDeviceLocks(DeviceLocks):
                     rows = db.execute(
                         f"SELECT * FROM change_jobs WHERE device IN ({marks}) ORDER BY sent, device", devices
                     ).fetchall()
-                running, state = None, ""
+                jobs: Dict[str, Any] = {}  # job UUID -> its first row: a job of several devices is asked once
                 for row in rows:
-                    now = pending(row["service"], row["job_uuid"])
+                    jobs.setdefault(row["job_uuid"], row)
+                running, state = None, ""
+                for job_uuid, row in jobs.items():
+                    now = pending(row["service"], job_uuid)
                     if now is False:
-                        self.settled(row["job_uuid"])
+                        self.settled(job_uuid)
                     elif running is None:
                         running, state = (
                             row,

@@ -42,25 +42,24 @@ INDEX = re.compile(r"^CREATE INDEX (\w+) ON (\w+) (?!USING )(.*)$", re.S)  # a b
 VIRTUAL_TABLE = re.compile(r"CREATE VIRTUAL TABLE IF NOT EXISTS (\w+) USING fts5\(")
 
 
-def migrations() -> List[Tuple[int, str, str]]:
-    """(version, file name, SQL) of every schema migration shipped, in order."""
+def _numbered(*folder: str) -> List[Tuple[int, str, str]]:
+    """(version, file name, text) of the numbered SQL files of ``migrations/<folder>``, in order."""
     found = []
-    for item in resources.files(__package__).joinpath("migrations").iterdir():
+    for item in resources.files(__package__).joinpath("migrations", *folder).iterdir():
         matched = MIGRATION.match(item.name)
         if matched:
             found.append((int(matched.group(1)), item.name, item.read_text(encoding="utf-8")))
     return sorted(found)
+
+
+def migrations() -> List[Tuple[int, str, str]]:
+    """(version, file name, SQL) of every schema migration shipped, in order."""
+    return _numbered()
 
 
 def sqlite_migrations() -> List[Tuple[int, str, str]]:
     """(version, file name, script) of what SQLite does in place of a migration's PostgreSQL-only parts."""
-    folder = resources.files(__package__).joinpath("migrations", "sqlite")
-    found = []
-    for item in folder.iterdir():
-        matched = MIGRATION.match(item.name)
-        if matched:
-            found.append((int(matched.group(1)), item.name, item.read_text(encoding="utf-8")))
-    return sorted(found)
+    return _numbered("sqlite")
 
 
 def statements(sql: str) -> List[str]:

@@ -476,7 +476,6 @@ class Records:
 
             with self.db.reading() as db:  # what goes: fixed once (runs recorded meanwhile are newer)
                 through = runs.prune_edge(db, cutoff.timestamp(), self.settings.keep_runs)
-            with self.db.reading() as db:
                 edge = audit.prune_edge(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
             asked = [0]  # the approvals of the runs deleted, with them
 
