@@ -1,5 +1,6 @@
 """The worker's records on a real SQLite file: runs, approvals, usage, settling after a crash, retention."""
 
+import json
 import sqlite3
 import time
 
@@ -94,6 +95,26 @@ def test_a_run_reads_back_whole_with_its_events_from_an_offset(records):
     assert (len(state.events), state.next_offset) == (1, 1)
     assert records.run_state("r1", offset=1).events == []
     assert records.run_state("nope") is None
+
+
+def test_an_approval_and_an_audit_entry_leave_out_what_has_no_value_and_read_back_whole(records, tmp_path):
+    """An approval's defaults and an audit entry's empty details are not written (a smaller file); what is read
+    back is what was written, and the log verifies."""
+    change = approval("a2", approvers=["lead"], devices=["sw1"], preview={"sw1": "+ shutdown"}, change_digest="c4")
+    records.run_started(row("r1"))
+    records.approval(approval(), "requested")
+    records.approval(change, "requested")
+    decided = change.model_copy(update={"state": "approved", "decided_by": "lead", "note": "CHG-1"})
+    records.approval(decided, "decided", "lead")
+    assert (records.approval_info("a1"), records.approval_info("a2")) == (approval(), decided)
+    with sqlite3.connect(tmp_path / RECORDS_FILE) as db:
+        info = json.loads(db.execute("SELECT info FROM approvals WHERE approval_id = 'a1'").fetchone()[0])
+        entries = {kind: json.loads(data) for kind, data in db.execute("SELECT kind, data FROM audit")}
+    assert not {"approvals_required", "preview", "devices", "decided_by"} & set(info), info
+    assert "session_id" not in entries["run.started"] and entries["run.started"]["instructions"] == "check r1"
+    assert entries["approval.decided"]["note"] == "CHG-1"
+    assert records.audit_page(0, 10, kind="run.started").entries[0].data.get("session_id") is None
+    assert records.verify().ok
 
 
 def test_the_records_survive_a_new_connection(tmp_path):

@@ -21,7 +21,7 @@ def save(db: Connection, info: ApprovalInfo) -> None:
             info.state,
             info.requested,
             info.decided_by,
-            info.model_dump_json(),
+            info.model_dump_json(exclude_defaults=True),  # read back whole: a smaller record
         ),
     )
 

@@ -66,7 +66,8 @@ def entry(
     ``at`` (ISO time; default: now)."""
     seq, prev = after
     seq += 1
-    time, text = at or now_iso(), canonical(data or {})
+    # a detail without a value is left out (it reads as None all the same): a smaller log
+    time, text = at or now_iso(), canonical({key: value for key, value in (data or {}).items() if value is not None})
     digest = entry_hash(prev, seq, time, worker, kind, agent, run_id, actor, text)
     return (seq, time, worker, kind, agent, run_id, actor, text, prev, digest)
 

@@ -1,10 +1,10 @@
 -- Migration 0007 in a worker's SQLite record: the runs' instructions and answer in an FTS5 index of trigrams
 -- (case-insensitive), read by get_runs' text filter. It holds no copy of the text (external content: the runs
--- table, row by rowid) and no positions (detail=none: LIKE on it reads the candidates' text), so it adds
--- about a hundred bytes per run. Kept by triggers in every write's own transaction; a file an older worker wrote
--- is indexed whole when it is opened (schema.py).
+-- table, row by rowid), no positions (detail=none: LIKE on it reads the candidates' text) and no sizes
+-- (columnsize=0: nothing is ranked), so it adds about a hundred bytes per run. Kept by triggers in every
+-- write's own transaction; a file an older worker wrote is indexed whole when it is opened (schema.py).
 CREATE VIRTUAL TABLE IF NOT EXISTS runs_text USING fts5(
-    instructions, response, content='runs', content_rowid='rowid', tokenize='trigram', detail='none'
+    instructions, response, content='runs', content_rowid='rowid', tokenize='trigram', detail='none', columnsize=0
 );
 CREATE TRIGGER IF NOT EXISTS runs_text_insert AFTER INSERT ON runs BEGIN
     INSERT INTO runs_text (rowid, instructions, response) VALUES (new.rowid, new.instructions, new.response);
