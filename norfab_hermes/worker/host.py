@@ -141,9 +141,9 @@ class HermesHost(HostOperations):
             self.runtime,
             self.pipeline.run_scheduled,
             self.evidence,
+            admission,
             self.records.claim,
             self.notifier.schedule_run,
-            admission,
         )
         self.memory = AgentMemory(worker_name, self.catalog.home, self.catalog.secrets)
         self.handover = Handover(

@@ -11,6 +11,7 @@ import pytest
 
 from norfab_hermes.models import InvokeResultData, ScheduleRun
 from norfab_hermes.worker.evidence.store import EvidenceStore
+from norfab_hermes.worker.schedules import admission as admission_module
 from norfab_hermes.worker.schedules import ticker
 from norfab_hermes.worker.schedules.admission import Admission, RoundRobin
 from norfab_hermes.worker.schedules.history import ScheduleHistory, iso, settled
@@ -300,8 +301,7 @@ def test_the_ticker_holds_admission_until_a_batch_reached_it(admitted, monkeypat
 
     def tick(agent: str) -> int:
         during.append(list(held))
-        with admitted._arrival:
-            admitted._arrived += 1
+        admitted.admission.arrived()
         return 1
 
     monkeypatch.setattr(admitted, "_tick", tick)
@@ -309,7 +309,7 @@ def test_the_ticker_holds_admission_until_a_batch_reached_it(admitted, monkeypat
     admitted._tick_all(["a", "b", "c"])
     assert held == [1, -1]
     assert during == [[1]] * 3, "ticked before admission was held"
-    assert time.monotonic() - started < ticker.HAND_OVER, "waited although every job arrived"
+    assert time.monotonic() - started < admission_module.HAND_OVER, "waited although every job arrived"
     admitted._tick_all(["a"])  # one agent due: its jobs are admitted as they come
     assert held == [1, -1]
 

@@ -13,6 +13,7 @@ from norfab_hermes.worker.evidence.store import EvidenceStore
 from norfab_hermes.worker.hermes import cron
 from norfab_hermes.worker.schedules import history as history_module
 from norfab_hermes.worker.schedules import ticker
+from norfab_hermes.worker.schedules.admission import Admission
 from norfab_hermes.worker.schedules.history import ScheduleHistory, iso, newest, parse_time
 
 AGENT = "interfaces"
@@ -153,14 +154,17 @@ def schedules(tmp_path, monkeypatch):
     catalog = SimpleNamespace(root=tmp_path, stopped=set(), agents={AGENT: None}, available=lambda: [AGENT])
     asked = []
 
-    def run_scheduled(agent: str, prompt: str, schedule_id: str, response_schema: Any = None) -> InvokeResultData:
+    def run_scheduled(
+        agent: str, prompt: str, schedule_id: str, response_schema: Any = None, slot_held: bool = False
+    ) -> InvokeResultData:
         asked.append((agent, prompt, schedule_id))
         if isinstance(schedules.reply, Exception):
             raise schedules.reply
         return schedules.reply
 
     evidence = EvidenceStore(tmp_path, 30, lambda run: None)
-    schedules = ticker.Schedules("w", catalog, runtime=None, run_scheduled=run_scheduled, evidence=evidence)
+    admission = Admission(lambda: True, lambda: None)  # a free run slot for every occurrence
+    schedules = ticker.Schedules("w", catalog, None, run_scheduled, evidence, admission)
     schedules.reply, schedules.asked, schedules.fake_cron = answer(), asked, cron
     return schedules
 

@@ -9,16 +9,22 @@ them. A waiting occurrence holds no run (its run budget starts when it is
 admitted) and is never dropped: it runs, or, when the worker stops first, the
 ticker records it as skipped.
 
+Occurrences due together are handed over together: the ticker ticks their
+agents' stores while nobody is admitted, and the queue takes them in turn
+once all have reached it (``hand_over``).
+
 ``RoundRobin`` is the pure order; ``Admission`` adds the slots and the waiting.
 """
 
 import threading
+import time
 from collections import OrderedDict, deque
 from typing import Callable, Deque, Dict, Generic, Optional, Tuple, TypeVar
 
 T = TypeVar("T")
 
 POLL = 1.0  # seconds between checks of a waiting occurrence for a stop (a freed slot wakes it at once)
+HAND_OVER = 2.0  # seconds a hand-over waits for the due jobs it dispatched to reach the queue
 
 
 class RoundRobin(Generic[T]):
@@ -85,6 +91,9 @@ class Admission:
         self._lock = threading.RLock()  # give_slot may tell this admission again (``freed``) while it admits
         self._queue: RoundRobin[Ticket] = RoundRobin()
         self._held = 0  # passes of the ticker handing over due occurrences: nobody is admitted meanwhile
+        self._arrival = threading.Condition()  # due jobs arrived so far (``arrived``), occurrences queued
+        self._arrived = 0
+        self._queued = 0
 
     def hold(self) -> None:
         """Admit nobody until ``resume``: occurrences due together are queued together, then taken in turn
@@ -96,6 +105,56 @@ class Admission:
         with self._lock:
             self._held = max(0, self._held - 1)
             self._admit()
+
+    def arrived(self) -> None:
+        """A due job reached the worker (Hermes' cron handed it over): a hand-over waiting for it goes on."""
+        with self._arrival:
+            self._arrived += 1
+            self._arrival.notify_all()
+
+    def hand_over(self, dispatch: Callable[[], int], stopped: Callable[[], bool]) -> None:
+        """``dispatch`` hands due jobs to Hermes' cron (and says how many); nobody is admitted until they all
+        ``arrived`` (HAND_OVER at most): then the queue takes them in turn across agents. (Otherwise the agents
+        dispatched first fill the free slots, and their runs slow the dispatch of the others.)"""
+        with self._arrival:
+            before = self._arrived
+        self.hold()
+        try:
+            dispatched = dispatch()
+            deadline = time.monotonic() + HAND_OVER
+            with self._arrival:  # Hermes' cron threads arrive soon after their dispatch
+                while self._arrived - before < dispatched and time.monotonic() < deadline and not stopped():
+                    self._arrival.wait(max(0.0, deadline - time.monotonic()))
+        finally:
+            self.resume()
+
+    def take(self, agent: str, queued: Callable[[int], None], stopped: Callable[[], bool]) -> bool:
+        """A run slot for an occurrence of ``agent``: at once, or in turn after ``queued`` is told how many wait
+        ahead of it. True holding the slot (``leave`` gives it back); False when the worker stopped first (no
+        slot held: one freed by the stop's own interrupts goes back, no run starts now)."""
+        ticket, ahead = self.enter(agent)
+        if ticket.admitted.is_set():
+            return True
+        with self._arrival:
+            self._queued += 1
+        try:
+            queued(ahead)
+            admitted = self.wait(ticket, stopped)
+            if admitted and stopped():
+                self.leave()
+                return False
+            return admitted
+        finally:
+            with self._arrival:
+                self._queued -= 1
+                self._arrival.notify_all()
+
+    def drain(self, timeout: float) -> None:
+        """At a stop: wait, ``timeout`` at most, for the queued occurrences to see it (within a poll)."""
+        deadline = time.monotonic() + timeout
+        with self._arrival:
+            while self._queued and time.monotonic() < deadline:
+                self._arrival.wait(max(0.0, deadline - time.monotonic()))
 
     def enter(self, agent: str) -> Tuple[Ticket, int]:
         """Ask for a slot: the ticket, and how many occurrences wait ahead of it (0 once admitted)."""

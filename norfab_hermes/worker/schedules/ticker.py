@@ -28,7 +28,6 @@ start after a crash).
 
 import logging
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -63,7 +62,6 @@ RESPONSE_CHARS = 2000  # of a finding kept in history; the session has all of it
 MISSED_SLOTS_COUNTED = 1000
 CRON_THREADS = 2048  # due jobs Hermes' cron hands over at once (see cron.size_pool): the 2,000 of issue "Scale"
 TICK_THREADS = 4  # agents' stores ticked at once when several have jobs due
-HAND_OVER = 2.0  # seconds the admission waits, after a tick of several stores, for their jobs to reach it
 STOP_WAIT = 3.0  # seconds a stop waits for the queued occurrences' skipped records
 STOPPED_QUEUED = "the worker stopped while it was queued for a run slot: not run"
 # job fields a scheduled run refuses (a chat-created job may set them): they run code on the worker host
@@ -89,9 +87,9 @@ class Schedules:
         runtime: the Hermes runtime (gateway loop and adapters).
         run_scheduled: runs a due job as a run of its agent.
         evidence: the tool results runs received (criteria are checked on them).
+        admission: the worker's run slots, shared fairly by due occurrences.
         claim: who runs a due occurrence of a grouped schedule (the records).
         told: told of every run the history records (the notifier).
-        admission: the worker's run slots, shared fairly by due occurrences (none: each run waits for a slot alone).
     """
 
     def __init__(
@@ -101,9 +99,9 @@ class Schedules:
         runtime: HermesRuntime,
         run_scheduled: RunScheduled,
         evidence: EvidenceStore,
+        admission: Admission,
         claim: Optional[Claim] = None,
         told: Optional[Told] = None,
-        admission: Optional[Admission] = None,
     ) -> None:
         self.worker_name = worker_name
         self.claim = claim
@@ -115,9 +113,6 @@ class Schedules:
         self._wake = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._tickers: Optional[ThreadPoolExecutor] = None  # ticks several agents' stores at once
-        self._arrival = threading.Condition()  # due jobs Hermes' cron handed over so far (_arrived)
-        self._arrived = 0
-        self._waiting = 0  # occurrences waiting for admission (a stop waits for their skipped records)
         self._next_due: Dict[str, Tuple[float, Optional[datetime]]] = {}  # agent -> (jobs file mtime, next due)
         self.evidence = evidence
         self.admission = admission
@@ -142,8 +137,7 @@ class Schedules:
                 log.warning(
                     f"{self.worker_name} - Recorded {settled} queued occurrence(s) of agent '{agent}' as skipped"
                 )
-        if self.admission is not None:
-            cron.size_pool(CRON_THREADS)
+        cron.size_pool(CRON_THREADS)
         cron.run_jobs_with(self._execute)
         self._thread = threading.Thread(target=self._loop, name="hermes-schedules", daemon=True)
         self._thread.start()
@@ -153,10 +147,7 @@ class Schedules:
         self._wake.set()
         if self._thread:
             self._thread.join(5)
-        deadline = time.monotonic() + STOP_WAIT
-        with self._arrival:  # queued occurrences see the stop within a poll: their skipped records land now
-            while self._waiting and time.monotonic() < deadline:
-                self._arrival.wait(max(0.0, deadline - time.monotonic()))
+        self.admission.drain(STOP_WAIT)  # queued occurrences see the stop: their skipped records land now
         if self._tickers is not None:
             self._tickers.shutdown(wait=False)
 
@@ -188,9 +179,8 @@ class Schedules:
             wait = max(MIN_WAIT, (soonest - datetime.now(timezone.utc)).total_seconds())
 
     def _tick_all(self, agents: List[str]) -> None:
-        """Tick the stores with jobs due, several at once, and admit none of their occurrences until all
-        have reached the admission queue: then the queue takes them in turn across agents. (Otherwise the
-        agents ticked first fill the free slots, and their runs slow the ticks of the others.)"""
+        """Tick the stores with jobs due, several at once, their occurrences handed over to the admission
+        together (``Admission.hand_over``)."""
         if len(agents) == 1:
             self._tick(agents[0])
             return
@@ -198,19 +188,8 @@ class Schedules:
             return
         if self._tickers is None:
             self._tickers = ThreadPoolExecutor(TICK_THREADS, thread_name_prefix="hermes-schedules-tick")
-        with self._arrival:
-            arrived = self._arrived
-        if self.admission is not None:
-            self.admission.hold()
-        try:
-            dispatched = sum(self._tickers.map(self._tick, agents))
-            deadline = time.monotonic() + HAND_OVER
-            with self._arrival:  # Hermes' cron threads reach _execute soon after their dispatch
-                while self._arrived - arrived < dispatched and time.monotonic() < deadline and not self._stop.is_set():
-                    self._arrival.wait(max(0.0, deadline - time.monotonic()))
-        finally:
-            if self.admission is not None:
-                self.admission.resume()
+        tickers = self._tickers
+        self.admission.hand_over(lambda: sum(tickers.map(self._tick, agents)), self._stop.is_set)
 
     def _tick(self, agent: str) -> int:
         """Hand the agent's due jobs to Hermes' cron; how many it dispatched."""
@@ -254,9 +233,7 @@ class Schedules:
         """Hermes' run_job for a due job: the agent runs it; the outcome goes to history and back to Hermes."""
         agent = cron.active_profile()
         started = datetime.now(timezone.utc)
-        with self._arrival:
-            self._arrived += 1
-            self._arrival.notify_all()
+        self.admission.arrived()
         due = parse_time(job.next_run_at)
 
         def not_run(status: str, label: str, message: str, **record: Any) -> "cron.CronOutcome":
@@ -280,29 +257,17 @@ class Schedules:
                 return not_run("skipped", "ELSEWHERE", note, note=note, worker=owner)
         except Exception as error:  # the claim could not be taken: the occurrence runs nowhere
             return not_run("failed", "FAILED", str(error), warnings=[str(error)])
-        if self.admission is None:
-            late = self._record_missed(agent, job, due, started)
-            return self._run(agent, job, due, started, late, not_run, watched)
-        ticket, ahead = self.admission.enter(agent)
-        if not ticket.admitted.is_set():
-            with self._arrival:
-                self._waiting += 1
-            try:
-                note = f"waiting for a free run slot, {ahead} due occurrence(s) ahead of it"
-                self.history.record(agent, ScheduleRun(schedule_id=job.id, status="queued", due=iso(due), note=note))
-                admitted = self.admission.wait(ticket, self._stop.is_set)
-                if admitted and self._stop.is_set():  # a slot the stop's own interrupts freed: no run starts now
-                    self.admission.leave()
-                if not admitted or self._stop.is_set():
-                    return not_run("skipped", "SKIPPED", STOPPED_QUEUED, note=STOPPED_QUEUED, started=None)
-            finally:
-                with self._arrival:
-                    self._waiting -= 1
-                    self._arrival.notify_all()
-            started = datetime.now(timezone.utc)  # the run starts when it is admitted
+
+        def queued(ahead: int) -> None:
+            note = f"waiting for a free run slot, {ahead} due occurrence(s) ahead of it"
+            self.history.record(agent, ScheduleRun(schedule_id=job.id, status="queued", due=iso(due), note=note))
+
+        if not self.admission.take(agent, queued, self._stop.is_set):
+            return not_run("skipped", "SKIPPED", STOPPED_QUEUED, note=STOPPED_QUEUED, started=None)
+        started = datetime.now(timezone.utc)  # the run starts when it is admitted
         try:
             late = self._record_missed(agent, job, due, started)
-            return self._run(agent, job, due, started, late, not_run, watched, slot_held=True)
+            return self._run(agent, job, due, started, late, not_run, watched)
         finally:
             self.admission.leave()
 
@@ -315,12 +280,11 @@ class Schedules:
         late: Optional[str],
         not_run: Callable[..., "cron.CronOutcome"],
         watched: watch.Watch,
-        **held: Any,
     ) -> cron.CronOutcome:
         """The occurrence run as a run of the agent; its history entry and what Hermes' cron is told."""
         try:
             prompt = cron.job_prompt(job) or job.prompt
-            result = self.run_scheduled(agent, prompt, job.id, watched.response_schema, **held)
+            result = self.run_scheduled(agent, prompt, job.id, watched.response_schema, slot_held=True)
         except OverBudget as error:  # the agent's daily budget is spent: no model is called
             note = "skipped: the agent's daily budget is spent, the model was not called"
             return not_run("skipped", "SKIPPED", str(error), warnings=[str(error)], note=note)
@@ -417,7 +381,7 @@ class Schedules:
     def status(self, agent: Optional[str] = None) -> SchedulerStatus:
         agents = {}
         now = datetime.now(timezone.utc)
-        queued = self.admission.waiting() if self.admission is not None else {}
+        queued = self.admission.waiting()
         for name in [agent] if agent else self.catalog.available():
             jobs = cron.list_jobs(self.home(name)) if name in self.catalog.agents else []
             times = [(parse_time(j.next_run_at), j) for j in jobs if j.enabled]
