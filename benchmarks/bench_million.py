@@ -151,11 +151,14 @@ FILTERS: Dict[str, Dict[str, Any]] = {
 }
 
 
-def prune_while_writing(records: Records) -> Tuple[float, List[float]]:
-    """The prune's duration and each run's recording latency meanwhile (a writer thread, one run after another)."""
+def prune_while_writing(records: Records) -> Tuple[float, List[float], int]:
+    """The prune's duration, each run's recording latency meanwhile (a writer thread, one run after another)
+    and the largest the SQLite record's WAL file grew to meanwhile (bytes; 0 for PostgreSQL's)."""
     latencies: List[float] = []
     pruning = threading.Event()
     done = threading.Event()
+    wal = None if records.db.shared else Path(str(records.db.path) + "-wal")
+    largest = [0]
 
     def writer() -> None:
         n = 10**9
@@ -167,6 +170,8 @@ def prune_while_writing(records: Records) -> Tuple[float, List[float]]:
                     records.outbox.catch_up()
             if pruning.is_set():
                 latencies.append(time.perf_counter() - started)
+                if wal is not None and wal.exists():
+                    largest[0] = max(largest[0], wal.stat().st_size)
             n += 1
 
     records._pruned = time.time()  # the writer's runs ending do not start a prune of their own: this one is timed
@@ -179,7 +184,7 @@ def prune_while_writing(records: Records) -> Tuple[float, List[float]]:
     took = time.perf_counter() - started
     done.set()
     thread.join()
-    return took, latencies
+    return took, latencies, largest[0]
 
 
 def measure(records: Records, total: int, backend: str, filled: float, how: str) -> List[Dict[str, Any]]:
@@ -209,7 +214,7 @@ def measure(records: Records, total: int, backend: str, filled: float, how: str)
         )
     )
     before = records.runs().total
-    took, latencies = prune_while_writing(records)
+    took, latencies, wal = prune_while_writing(records)
     gone = before + len(latencies) - records.runs().total
     rows.append(
         row(
@@ -224,7 +229,9 @@ def measure(records: Records, total: int, backend: str, filled: float, how: str)
     recorded = "until the record holds its writes" if records.outbox is not None else "its writes"
     note = (
         f"{len(latencies)} runs ({recorded}); median {median(latencies or [0]) * 1000:.1f} ms, "
-        f"p95 {p95(latencies or [0]) * 1000:.1f} ms; the target: not blocked"
+        f"p95 {p95(latencies or [0]) * 1000:.1f} ms"
+        + (f"; the WAL file {wal / 2**20:.0f} MiB at most" if wal else "")
+        + "; the target: not blocked"
     )
     rows.append(
         row(

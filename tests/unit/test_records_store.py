@@ -2,6 +2,7 @@
 
 import json
 import sqlite3
+import threading
 import time
 
 import pytest
@@ -391,6 +392,37 @@ def test_retention_deletes_old_runs_and_keeps_the_newest_count(tmp_path):
     assert sorted(r.run_id for r in records.runs(GetRunsInput(limit=10)).runs) == ["r1", "r3", "r4"]
     assert records.approval_info("a1") is None, "the approvals of deleted runs go with them"
     assert records.verify().ok
+
+
+def test_a_prune_beside_a_writer_that_never_pauses_keeps_the_wal_shorter_than_the_file(tmp_path):
+    """The WAL starts over between the prune's transactions although runs are recorded all along: it never
+    holds every page the prune writes (which grew it past the whole file, and took seconds to cut back)."""
+    records = Records(tmp_path, WORKER, RecordsSettings(keep_days=1))
+    old = time.time() - 3 * 86400
+    for n in range(3000):
+        records.run_started(row(f"o{n}", started=old + n))
+        records.run_ended(ended(f"o{n}", response=f"answer {n} " * 200), old + n + 1)
+    file, wal = tmp_path / RECORDS_FILE, tmp_path / (RECORDS_FILE + "-wal")
+    before, largest, done = file.stat().st_size, [0], threading.Event()
+
+    def writer():
+        n = 0
+        while not done.is_set():
+            records.run_started(row(f"n{n}"))
+            records.run_ended(ended(f"n{n}"), time.time())
+            largest[0] = max(largest[0], wal.stat().st_size)
+            n += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        records.prune()
+    finally:
+        done.set()
+        thread.join()
+    assert records.runs(GetRunsInput(limit=1, until="1d")).total == 0, "the old runs went"
+    assert 0 < largest[0] < before, f"the WAL grew to {largest[0]} bytes; the file was {before} bytes"
+    assert wal.stat().st_size < before / 10, "the WAL was cut back at the end"
 
 
 def test_pruning_runs_at_most_hourly(records, monkeypatch):
