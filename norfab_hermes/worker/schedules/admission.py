@@ -16,10 +16,11 @@ once all have reached it (``hand_over``).
 ``RoundRobin`` is the pure order; ``Admission`` adds the slots and the waiting.
 """
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict, deque
-from typing import Callable, Deque, Dict, Generic, Optional, Tuple, TypeVar
+from typing import Callable, Deque, Dict, Generic, Iterator, Optional, Tuple, TypeVar
 
 T = TypeVar("T")
 
@@ -91,9 +92,9 @@ class Admission:
         self._lock = threading.RLock()  # give_slot may tell this admission again (``freed``) while it admits
         self._queue: RoundRobin[Ticket] = RoundRobin()
         self._held = 0  # passes of the ticker handing over due occurrences: nobody is admitted meanwhile
-        self._arrival = threading.Condition()  # due jobs arrived so far (``arrived``), occurrences queued
+        self._arrival = threading.Condition()  # due jobs arrived so far (``arrived``), occurrences ``asking``
         self._arrived = 0
-        self._queued = 0
+        self._asking = 0
 
     def hold(self) -> None:
         """Admit nobody until ``resume``: occurrences due together are queued together, then taken in turn
@@ -135,25 +136,31 @@ class Admission:
         ticket, ahead = self.enter(agent)
         if ticket.admitted.is_set():
             return True
+        queued(ahead)
+        admitted = self.wait(ticket, stopped)
+        if admitted and stopped():
+            self.leave()
+            return False
+        return admitted
+
+    @contextlib.contextmanager
+    def asking(self) -> Iterator[None]:
+        """Around an occurrence's ``take`` and the record of what came of it: a stop's ``drain`` waits for it."""
         with self._arrival:
-            self._queued += 1
+            self._asking += 1
         try:
-            queued(ahead)
-            admitted = self.wait(ticket, stopped)
-            if admitted and stopped():
-                self.leave()
-                return False
-            return admitted
+            yield
         finally:
             with self._arrival:
-                self._queued -= 1
+                self._asking -= 1
                 self._arrival.notify_all()
 
     def drain(self, timeout: float) -> None:
-        """At a stop: wait, ``timeout`` at most, for the queued occurrences to see it (within a poll)."""
+        """At a stop: wait, ``timeout`` at most, for the occurrences ``asking`` (a queued one sees the stop
+        within a poll and records it was skipped)."""
         deadline = time.monotonic() + timeout
         with self._arrival:
-            while self._queued and time.monotonic() < deadline:
+            while self._asking and time.monotonic() < deadline:
                 self._arrival.wait(max(0.0, deadline - time.monotonic()))
 
     def enter(self, agent: str) -> Tuple[Ticket, int]:

@@ -262,8 +262,9 @@ class Schedules:
             note = f"waiting for a free run slot, {ahead} due occurrence(s) ahead of it"
             self.history.record(agent, ScheduleRun(schedule_id=job.id, status="queued", due=iso(due), note=note))
 
-        if not self.admission.take(agent, queued, self._stop.is_set):
-            return not_run("skipped", "SKIPPED", STOPPED_QUEUED, note=STOPPED_QUEUED, started=None)
+        with self.admission.asking():  # a stop waits for the skipped record of one still queued
+            if not self.admission.take(agent, queued, self._stop.is_set):
+                return not_run("skipped", "SKIPPED", STOPPED_QUEUED, note=STOPPED_QUEUED, started=None)
         started = datetime.now(timezone.utc)  # the run starts when it is admitted
         try:
             late = self._record_missed(agent, job, due, started)
