@@ -60,7 +60,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PRUNE_INTERVAL = 3600.0  # seconds between retention checks while the worker runs
-PRUNE_BATCH = 500  # runs or audit entries deleted per transaction: a run being recorded waits for one at most
+PRUNE_BATCH = 500  # runs or audit entries deleted per transaction at most: a run being recorded waits for one
+PRUNE_HOLD = 0.04  # seconds a prune's transaction aims to take: the next one is sized by the last one's time
 PRUNE_PAUSE = 0.005  # seconds between those transactions
 NONCE_PRUNE_INTERVAL = 60.0  # seconds between deletions of expired proofs' nonces
 CUT_NOTE = "the worker stopped (crash or kill) before the run finished; it was not resumed"
@@ -479,14 +480,14 @@ class Records:
                 edge = audit.prune_edge(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
             asked = [0]  # the approvals of the runs deleted, with them
 
-            def runs_batch(db: Any) -> int:
-                deleted, approvals_deleted = runs.prune(db, through, PRUNE_BATCH)
+            def runs_batch(db: Any, size: int) -> int:
+                deleted, approvals_deleted = runs.prune(db, through, size)
                 asked[0] += approvals_deleted
                 return deleted
 
             with self.db.deleting():
                 gone = self._in_batches(runs_batch)
-                gone_entries = self._in_batches(lambda db: audit.prune(db, edge, PRUNE_BATCH))
+                gone_entries = self._in_batches(lambda db, size: audit.prune(db, edge, size))
                 after: Optional[str] = ""  # and any approval of a run no longer kept
                 while after is not None:
                     deleted, after = self._in_order(lambda db: approvals.prune(db, after or "", PRUNE_BATCH))
@@ -506,16 +507,27 @@ class Records:
                 self.outbox.catch_up()
             return self._write(body)
 
-    def _in_batches(self, delete: Callable[[Any], int]) -> int:
-        """``delete`` (at most PRUNE_BATCH rows) in one transaction after another until it deletes fewer; how
-        many. Between them the write order and the write lock are let go, and a pause lets the runs being
-        recorded meanwhile take them (neither is fair): a run waits for one batch at most, on either backend."""
-        deleted = 0
+    def _in_batches(self, delete: Callable[[Any, int], int]) -> int:
+        """``delete`` (at most the rows it is given) in one transaction after another until it deletes fewer; how
+        many. Each batch is sized to take about PRUNE_HOLD by the time the last one took (the text index's
+        merges and a busy disk make rows dearer), at most PRUNE_BATCH. Between them the write order and the
+        write lock are let go, and a pause lets the runs being recorded meanwhile take them (neither is fair):
+        a run waits for one batch at most, on either backend."""
+        deleted, size, took = 0, PRUNE_BATCH, [0.0]
+
+        def timed(db: Any) -> int:
+            started = time.perf_counter()
+            try:
+                return delete(db, size)
+            finally:
+                took[0] = time.perf_counter() - started
+
         while True:
-            batch = self._in_order(delete)
+            batch = self._in_order(timed)
             deleted += batch
-            if batch < PRUNE_BATCH:
+            if batch < size:
                 return deleted
+            size = max(1, min(PRUNE_BATCH, int(size * PRUNE_HOLD / max(took[0], 1e-3))))
             self._pause()
 
     def _pause(self) -> None:
