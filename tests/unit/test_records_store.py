@@ -425,6 +425,27 @@ def test_a_prune_beside_a_writer_that_never_pauses_keeps_the_wal_shorter_than_th
     assert wal.stat().st_size < before / 10, "the WAL was cut back at the end"
 
 
+def test_a_prune_whose_transactions_take_long_deletes_fewer_rows_in_each_and_still_all(tmp_path, monkeypatch):
+    """A batch slower than PRUNE_HOLD makes the next smaller (down to one row): every old run still goes."""
+    records = Records(tmp_path, WORKER, RecordsSettings(keep_days=1))
+    records._pruned = time.time()  # the runs ending here start no prune of their own
+    old = time.time() - 3 * 86400
+    for n in range(12):
+        records.run_started(row(f"o{n}", started=old + n))
+        records.run_ended(ended(f"o{n}"), old + n + 1)
+    records.run_started(row("new"))
+    records.run_ended(ended("new"), time.time())
+    sizes = []
+    prune = runs_module.prune
+    monkeypatch.setattr(runs_module, "prune", lambda db, through, size: sizes.append(size) or prune(db, through, size))
+    monkeypatch.setattr(store_module, "PRUNE_BATCH", 5)
+    monkeypatch.setattr(store_module, "PRUNE_HOLD", 1e-9)  # every batch takes longer
+    records.prune()
+    assert sizes == [5] + [1] * 8, sizes  # 5, then one a time: 7 more, and the one that found none
+    assert [r.run_id for r in records.runs(GetRunsInput(limit=20)).runs] == ["new"]
+    assert records.verify().ok
+
+
 def test_pruning_runs_at_most_hourly(records, monkeypatch):
     """Ending runs checks retention at most once an interval."""
     pruned = []
