@@ -86,7 +86,8 @@ class Database:
     def deleting(self) -> Iterator[None]:
         """A long deletion in many transactions (retention): meanwhile a commit leaves the WAL's checkpoint
         (copying its pages into the file and syncing it: seconds on a busy disk) to ``checkpoint``, on a
-        connection of its own, so that no write waits for a sync while holding the lock."""
+        connection of its own, so that no run's write waits for a sync while holding the lock (the
+        deletion's own writes wait for the few pages since, ``_start_over``)."""
         aside = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         with self._lock:
             self._db.execute("PRAGMA wal_autocheckpoint=0")
