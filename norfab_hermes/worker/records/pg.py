@@ -7,8 +7,9 @@ read by name or position), so ``runs``, ``approvals``, ``audit`` and
 ``usage`` hold one set of queries for both. The schema is versioned SQL
 files (``migrations/NNNN_*.sql``), each one the database lacks applied at
 start under a lock so workers starting together apply each once; a worker
-refuses a database whose schema is newer than it knows. A connection the server dropped is opened again on
-the next use; what failed meanwhile failed loudly.
+refuses a database whose schema is newer than it knows. A connection the
+server dropped is opened again on the next use; what failed meanwhile failed
+loudly.
 
 A write appends its audit entries after the chain's head as this worker
 last left it and moves the head once for all of them, before the first

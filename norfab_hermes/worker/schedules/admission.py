@@ -18,7 +18,6 @@ once all have reached it (``hand_over``).
 
 import contextlib
 import threading
-import time
 from collections import OrderedDict, deque
 from typing import Callable, Deque, Dict, Generic, Iterator, Optional, Tuple, TypeVar
 
@@ -122,10 +121,8 @@ class Admission:
         self.hold()
         try:
             dispatched = dispatch()
-            deadline = time.monotonic() + HAND_OVER
             with self._arrival:  # Hermes' cron threads arrive soon after their dispatch
-                while self._arrived - before < dispatched and time.monotonic() < deadline and not stopped():
-                    self._arrival.wait(max(0.0, deadline - time.monotonic()))
+                self._arrival.wait_for(lambda: self._arrived - before >= dispatched or stopped(), HAND_OVER)
         finally:
             self.resume()
 
@@ -158,10 +155,8 @@ class Admission:
     def drain(self, timeout: float) -> None:
         """At a stop: wait, ``timeout`` at most, for the occurrences ``asking`` (a queued one sees the stop
         within a poll and records it was skipped)."""
-        deadline = time.monotonic() + timeout
         with self._arrival:
-            while self._asking and time.monotonic() < deadline:
-                self._arrival.wait(max(0.0, deadline - time.monotonic()))
+            self._arrival.wait_for(lambda: not self._asking, timeout)
 
     def enter(self, agent: str) -> Tuple[Ticket, int]:
         """Ask for a slot: the ticket, and how many occurrences wait ahead of it (0 once admitted)."""
