@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..models import arguments_digest
+from ..norfab_compat import client_job_errors
 from ..routing import Router
 from ..routing.handover import handover
 from ..testing.scenario import Scenario
@@ -127,7 +128,8 @@ class Runner:
         reply = (future.result(timeout=READ_TIMEOUT) or {}).get(worker) or {}
         result = reply.get("result")
         if reply.get("failed") or not isinstance(result, dict):
-            return f"invoke failed: {reply.get('errors') or reply.get('status') or 'no answer'}"
+            why = reply.get("errors") or reply.get("status") or client_job_errors(self.client, future.uuid)
+            return f"invoke failed: {why or 'no answer'}"
         return result
 
     @staticmethod
