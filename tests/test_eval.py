@@ -164,3 +164,10 @@ def test_job_7s_recovery_workflow_brings_the_peering_back_and_verifies_it(lab):
         assert "10.250.0.2      4        64900    1816    1795    48211    0    0 00:00:09       212" in summary
     finally:
         runner.reset()
+
+
+def test_an_invoke_the_broker_could_not_route_says_why_it_has_no_answer(lab):
+    runner, _ = lab
+    (job,) = load_jobs(JOBS, only=["01"])
+    why = runner.invoke(job, job.agent, "hermes-worker-9", job.request, [])
+    assert why.startswith("invoke failed: ['") and "no answer" not in why

@@ -13,12 +13,12 @@ import argparse
 import shutil
 import sys
 from contextlib import ExitStack
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import List, Optional
 
 from . import report
-from .lab import SCRIPTED_MODEL, provider, running_lab, scripted_model, settings
+from .lab import SCRIPTED_MODEL, lab_warnings, provider, running_lab, scripted_model, settings
 from .models import load_jobs
 from .runner import Runner, evaluate
 from .scoring import Prices
@@ -89,6 +89,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         nf = stack.enter_context(running_lab(Path(args.lab), folder / "lab"))
         runner = Runner(nf.client, lab, model_name, catalog)
         scores = evaluate(runner, jobs, args.repeats, folder, model, args.playbooks, price_table)
+        ended = datetime.now(timezone.utc)
     header = f"Model: {model_name}. {args.repeats} run(s) per job; mean ±standard deviation."
     text = report.table(jobs, scores)
     report.write_table(folder, text, header)
@@ -97,6 +98,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if failed:
         print(f"runs below what their jobs expect (the lab copy and its logs are kept in {folder / 'lab'}):")
         print("  " + "\n  ".join(failed))
+        told = lab_warnings(folder / "lab", ended)
+        if told:
+            print("what the lab logged last (warnings and errors):\n  " + "\n  ".join(told))
     else:
         shutil.rmtree(folder / "lab", ignore_errors=True)
     return exit_code(failed, real)

@@ -11,11 +11,13 @@ Agents use the scripted model unless ``NORFAB_HERMES_BASE_URL`` names a real
 provider (the same ``NORFAB_HERMES_*`` variables as the demo).
 """
 
+import json
 import os
 import shutil
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import yaml
 
@@ -25,6 +27,8 @@ from .models import LabSettings
 
 SETTINGS = Path("eval") / "lab.yaml"
 SCRIPTED_MODEL = "scripted-model"
+LOGS = Path("__norfab__") / "logs"  # NorFab's JSON lines logs, one file per broker and worker
+WORTH_TELLING = {"WARNING", "ERROR", "CRITICAL"}
 
 
 def settings(lab: Path) -> LabSettings:
@@ -90,3 +94,36 @@ def running_lab(source: Path, folder: Path) -> Iterator[Any]:
     lab = settings(source)
     with started(copy_lab(Path(source), Path(folder), lab), lab.workers()) as nf:
         yield nf
+
+
+def lab_warnings(folder: Path, until: datetime, last: int = 20) -> List[str]:
+    """The newest ``last`` warnings and errors the lab in ``folder`` logged before ``until``, oldest first.
+
+    A run that ended without an answer is often explained there (a worker the broker lost, a job a
+    worker did not know), and a CI log shows only the end of what the eval printed. ``until`` is
+    when the runs ended: the lab's stopping logs its own warnings.
+    """
+    entries = []
+    for path in sorted((folder / LOGS).glob("*.jsonl")):
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and entry.get("level") in WORTH_TELLING and logged(entry) < until:
+                entries.append(entry)
+    entries.sort(key=logged)
+    return [
+        f"{entry.get('ts')} {entry.get('level')} {entry.get('name') or entry.get('logger')}: "
+        f"{' '.join(str(entry.get('message')).split())[:300]}"
+        for entry in entries[-last:]
+    ]
+
+
+def logged(entry: Dict[str, Any]) -> datetime:
+    """When a log entry was written (its ``ts``, UTC unless it names a zone); an entry without one sorts first."""
+    try:
+        when = datetime.fromisoformat(str(entry.get("ts")))
+    except ValueError:
+        when = datetime.min
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
