@@ -17,9 +17,9 @@ from norfab_hermes.models import (
     RunUsage,
     ToolCallSummary,
 )
+from norfab_hermes.worker.records import retention as retention_module
 from norfab_hermes.worker.records import runs as runs_module
 from norfab_hermes.worker.records import schema as schema_module
-from norfab_hermes.worker.records import store as store_module
 from norfab_hermes.worker.records.db import RECORDS_FILE
 from norfab_hermes.worker.records.runs import RunRow
 from norfab_hermes.worker.records.store import Records
@@ -428,7 +428,7 @@ def test_a_prune_beside_a_writer_that_never_pauses_keeps_the_wal_shorter_than_th
 def test_a_prune_whose_transactions_take_long_deletes_fewer_rows_in_each_and_still_all(tmp_path, monkeypatch):
     """A batch slower than PRUNE_HOLD makes the next smaller (down to one row): every old run still goes."""
     records = Records(tmp_path, WORKER, RecordsSettings(keep_days=1))
-    records._pruned = time.time()  # the runs ending here start no prune of their own
+    records.retention.pruned = time.time()  # the runs ending here start no prune of their own
     old = time.time() - 3 * 86400
     for n in range(12):
         records.run_started(row(f"o{n}", started=old + n))
@@ -438,8 +438,8 @@ def test_a_prune_whose_transactions_take_long_deletes_fewer_rows_in_each_and_sti
     sizes = []
     prune = runs_module.prune
     monkeypatch.setattr(runs_module, "prune", lambda db, through, size: sizes.append(size) or prune(db, through, size))
-    monkeypatch.setattr(store_module, "PRUNE_BATCH", 5)
-    monkeypatch.setattr(store_module, "PRUNE_HOLD", 1e-9)  # every batch takes longer
+    monkeypatch.setattr(retention_module, "PRUNE_BATCH", 5)
+    monkeypatch.setattr(retention_module, "PRUNE_HOLD", 1e-9)  # every batch takes longer
     records.prune()
     assert sizes == [5] + [1] * 8, sizes  # 5, then one a time: 7 more, and the one that found none
     assert [r.run_id for r in records.runs(GetRunsInput(limit=20)).runs] == ["new"]
@@ -449,10 +449,10 @@ def test_a_prune_whose_transactions_take_long_deletes_fewer_rows_in_each_and_sti
 def test_pruning_runs_at_most_hourly(records, monkeypatch):
     """Ending runs checks retention at most once an interval."""
     pruned = []
-    monkeypatch.setattr(records, "prune", lambda: pruned.append(1))
-    records._pruned = time.time()
+    monkeypatch.setattr(records.retention, "prune", lambda: pruned.append(1))
+    records.retention.pruned = time.time()
     records.prune_now_and_then()
-    monkeypatch.setattr(store_module, "PRUNE_INTERVAL", 0.0)
+    monkeypatch.setattr(retention_module, "PRUNE_INTERVAL", 0.0)
     records.prune_now_and_then()
     assert pruned == [1]
 

@@ -15,17 +15,13 @@ server; a write that must be in the record before its caller goes on (a run
 that needs the record, a dedupe key, the day's usage, a change's decision) is
 moved by its caller, and a read of the record comes after this worker's
 writes. At start, runs and approvals a crash left open are closed as ended
-by the restart (nothing of them runs later); a run cut while a change job
-was in flight ends ``outcome_unknown``. Old records go by age and
-count (the inventory's ``records`` settings), checked at most hourly.
+by the restart (``restart``). Old records go by age and count (``retention``).
 """
 
 import contextlib
 import logging
 import os
 import threading
-import time
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, cast
 
@@ -36,19 +32,17 @@ from ...models import (
     AuditPage,
     AuditVerifyData,
     GetRunsInput,
-    InvokeResultData,
     OutcomeUnknown,
     RecordsSettings,
-    RunEvent,
     RunsPage,
     RunStateData,
-    StopReason,
     ToolCallSummary,
     now_iso,
 )
-from . import approvals, audit, nonces, occurrences, runs, usage, writes
+from . import approvals, audit, nonces, occurrences, restart, runs, usage, writes
 from .db import RECORDS_FILE, Database
 from .outbox import Kept, Outbox
+from .retention import Retention
 from .runs import RunRow, iso
 from .schema import SqliteSchema
 from .statements import Backend
@@ -59,17 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-PRUNE_INTERVAL = 3600.0  # seconds between retention checks while the worker runs
-PRUNE_BATCH = 500  # runs or audit entries deleted per transaction at most: a run being recorded waits for one
-PRUNE_HOLD = 0.04  # seconds a prune's transaction aims to take: the next one is sized by the last one's time
-PRUNE_PAUSE = 0.005  # seconds between those transactions
 NONCE_PRUNE_INTERVAL = 60.0  # seconds between deletions of expired proofs' nonces
-CUT_NOTE = "the worker stopped (crash or kill) before the run finished; it was not resumed"
-APPROVAL_CUT_NOTE = "ended by the worker restart: its run is gone and the call was never made"
-MID_CHANGE_NOTE = (
-    "change job {job} of tool {tool} on {devices} was in flight: its outcome is unknown, it is not sent again; "
-    "an operator must check the devices and acknowledge it"
-)
 
 
 def quietly(worker: str, what: str, write: Callable[..., Any], *args: Any) -> None:
@@ -111,12 +95,11 @@ class Records:
         self.worker = worker
         self.settings = settings
         self.db = open_database(root, worker, settings)
-        self._pruned = 0.0
         self._cases: Dict[str, Optional[str]] = {}  # run id -> case id, of this worker's runs in flight
         self._nonces_pruned = 0.0
-        self._prune_lock = threading.Lock()
         self._order = threading.RLock()  # the worker's writes, in the order they reach the record or the outbox
         self.outbox = Outbox(root, worker, self.fleet, self._move, self._order) if self.fleet is not None else None
+        self.retention = Retention(worker, settings, self.db, self._in_order, self._append, self.outbox is not None)
 
     @property
     def path(self) -> Any:
@@ -368,136 +351,16 @@ class Records:
     # ----------------------------------------------------------- lifecycle
 
     def settle(self, unknown: Sequence[OutcomeUnknown] = ()) -> Tuple[List[str], List[str]]:
-        """Close what a crash left open: pending approvals expire, runs end; (run ids, approval ids).
-
-        A run whose change job was in flight (``unknown``, from the change
-        envelope's markers) ends ``outcome_unknown`` and names the job and its
-        devices; any other ends ``interrupted``.
-        """
-        now = time.time()
-
-        def write(db: Any) -> Tuple[List[str], List[str]]:
-            cut_approvals = []
-            for info in approvals.pending(db, self.worker):
-                info = info.model_copy(update={"state": "expired", "decided": iso(now), "note": APPROVAL_CUT_NOTE})
-                approvals.save(db, info)
-                self._append(
-                    db,
-                    "approval.expired",
-                    info.agent,
-                    info.run_id,
-                    None,
-                    {"approval_id": info.approval_id, "note": APPROVAL_CUT_NOTE},
-                )
-                cut_approvals.append(info.approval_id)
-            cut_runs = []
-            for row in runs.unfinished(db, self.worker):
-                changes = [change for change in unknown if change.run_id == row["run_id"]]
-                state = self._cut(row, approvals.of_run(db, row["run_id"]), now, changes)
-                details: Dict[str, Any] = {"stop_reason": state.stop_reason, "note": CUT_NOTE}
-                if changes:
-                    details["outcome_unknown"] = [{"job_uuid": c.job_uuid, "devices": c.devices} for c in changes]
-                runs.finish(db, state, now)
-                self._append(db, "run.ended", row["agent"], row["run_id"], row["client"], details)
-                cut_runs.append(row["run_id"])
-            return cut_runs, cut_approvals
-
-        with self._order:
-            if self.outbox is not None:  # what the last life kept, first
-                self.outbox.catch_up()
-            return self._write(write)
-
-    def _cut(self, row: Any, asked: List[ApprovalInfo], now: float, changes: List[OutcomeUnknown]) -> RunStateData:
-        """The state of a run the worker's crash cut: what its record knew, and why it ended."""
-        reason = (StopReason.outcome_unknown if changes else StopReason.interrupted).value
-        warnings = [CUT_NOTE] + [
-            MID_CHANGE_NOTE.format(job=c.job_uuid, tool=c.tool, devices=", ".join(c.devices)) for c in changes
-        ]
-        calls = [ToolCallSummary.model_validate(call) for call in runs.calls_so_far(row)]
-        result = InvokeResultData(
-            response="",
-            run_id=row["run_id"],
-            session_id=row["session_id"],
-            agent=row["agent"],
-            worker=row["worker"],
-            stop_reason=reason,
-            tool_calls=calls,
-            warnings=warnings,
-            approvals=asked,
-        )
-        return RunStateData(
-            run_id=row["run_id"],
-            agent=row["agent"],
-            worker=row["worker"],
-            session_id=row["session_id"],
-            state="finished",
-            stop_reason=reason,
-            started=iso(row["started"]),
-            events=[RunEvent(time=iso(now), message=f"run {row['run_id']} {reason}: {CUT_NOTE}", severity="WARNING")],
-            approvals=asked,
-            result=result,
-            client=row["client"],
-            schedule_id=row["schedule_id"],
-            finished=iso(now),
-        )
+        """Close what a crash left open (``restart``): pending approvals expire, runs end; (run ids, approval
+        ids). ``unknown``: the change jobs that were in flight, from the change envelope's markers."""
+        return self._in_order(lambda db: restart.settle(db, self.worker, unknown, self._append))
 
     def prune_now_and_then(self) -> None:
-        if time.time() - self._pruned > PRUNE_INTERVAL:
-            try:
-                self.prune()
-            except RecordsUnavailable as error:  # tried again within the hour
-                log.warning(f"{self.worker} - Records not pruned: {error}")
+        self.retention.now_and_then()
 
     def prune(self) -> None:
-        """Delete records past the retention: by age, then beyond the counts kept."""
-        with self._prune_lock:
-            self._pruned = time.time()
-            cutoff = datetime.now(timezone.utc) - timedelta(days=self.settings.keep_days)
-
-            def write(db: Any) -> None:
-                usage.prune(db, cutoff.strftime("%Y-%m-%d"))
-                occurrences.prune(db, cutoff.timestamp())
-                if self.outbox is not None:  # the marks of writes moved long ago; each outbox's last one stays
-                    db.execute(
-                        "DELETE FROM buffered_writes WHERE applied < ? AND seq < "
-                        "(SELECT max(seq) FROM buffered_writes newest WHERE newest.outbox = buffered_writes.outbox)",
-                        [cutoff.timestamp()],
-                    )
-                if gone or gone_entries:
-                    self._append(
-                        db,
-                        "records.pruned",
-                        data={
-                            "runs": gone,
-                            "approvals": asked[0],
-                            "audit_entries": gone_entries,
-                            "keep_days": self.settings.keep_days,
-                        },
-                    )
-
-            with self.db.reading() as db:  # what goes: fixed once (runs recorded meanwhile are newer)
-                through = runs.prune_edge(db, cutoff.timestamp(), self.settings.keep_runs)
-                edge = audit.prune_edge(db, cutoff.isoformat(timespec="milliseconds"), self.settings.keep_audit)
-            asked = [0]  # the approvals of the runs deleted, with them
-
-            def runs_batch(db: Any, size: int) -> int:
-                deleted, approvals_deleted = runs.prune(db, through, size)
-                asked[0] += approvals_deleted
-                return deleted
-
-            with self.db.deleting():
-                gone = self._in_batches(runs_batch)
-                gone_entries = self._in_batches(lambda db, size: audit.prune(db, edge, size))
-                after: Optional[str] = ""  # and any approval of a run no longer kept
-                while after is not None:
-                    deleted, after = self._in_order(lambda db: approvals.prune(db, after or "", PRUNE_BATCH))
-                    asked[0] += deleted
-                    self._pause()
-                self._in_order(write)
-                if gone or gone_entries:
-                    self.db.compact()
-            if gone or gone_entries:
-                log.info(f"{self.worker} - Pruned {gone} run records and {gone_entries} audit entries past retention")
+        """Delete records past the retention (``retention``)."""
+        self.retention.prune()
 
     def _in_order(self, body: Callable[[Any], T]) -> T:
         """``body`` in one write transaction in the worker's write order, never while the outbox keeps writes
@@ -506,35 +369,6 @@ class Records:
             if self.outbox is not None:
                 self.outbox.catch_up()
             return self._write(body)
-
-    def _in_batches(self, delete: Callable[[Any, int], int]) -> int:
-        """``delete`` (at most the rows it is given) in one transaction after another until it deletes fewer; how
-        many. Each batch is sized to take about PRUNE_HOLD by the time the last one took (the text index's
-        merges and a busy disk make rows dearer), at most PRUNE_BATCH. Between them the write order and the
-        write lock are let go, and a pause lets the runs being recorded meanwhile take them (neither is fair):
-        a run waits for one batch at most, on either backend."""
-        deleted, size, took = 0, PRUNE_BATCH, [0.0]
-
-        def timed(db: Any) -> int:
-            started = time.perf_counter()
-            try:
-                return delete(db, size)
-            finally:
-                took[0] = time.perf_counter() - started
-
-        while True:
-            batch = self._in_order(timed)
-            deleted += batch
-            if batch < size:
-                return deleted
-            size = max(1, min(PRUNE_BATCH, int(size * PRUNE_HOLD / max(took[0], 1e-3))))
-            self._pause()
-
-    def _pause(self) -> None:
-        """Between two transactions of a prune: the WAL checkpointed beside the writers (``Database.deleting``),
-        then a pause for them to take the lock."""
-        self.db.checkpoint()
-        time.sleep(PRUNE_PAUSE)
 
     def close(self) -> None:
         if self.outbox is not None:
