@@ -26,6 +26,10 @@ from norfab.core.nfapi import NorFab
 
 # worker plugins of this package an inline inventory may use, by service
 PYTHON_FAKENOS = "lab_fakenos"
+# NorFab starts its own file sharing worker first, the next one half a second later: FakeNOS, fetching its
+# devices in its init, could ask before file sharing had registered; the fetch failed, its init raised, its
+# process stayed up, and NorFab's start() waited for it forever (a suite hung at 15 minutes)
+FILE_SHARING = "filesharing-worker-1"
 PACKAGE_WORKERS = {PYTHON_FAKENOS: "norfab_hermes.testing.fakenos:LabFakeNOSWorker"}
 LISTEN_PORTS = (20000, 32768)  # Linux hands out 32768-60999 to outgoing connections
 
@@ -286,6 +290,7 @@ def network(
         "fakenos-worker-1": {
             # NorFab's FakeNOS worker loads YAML models only
             "service": PYTHON_FAKENOS if python else "fakenos",
+            "depends_on": [FILE_SHARING],
             "networks": {"lab": {"inventory": "nf://fakenos/lab.yaml", "auto_start": True}},
             "nos_plugins": plugins,
         },

@@ -209,7 +209,8 @@ def write_lab(network: Network, folder: Path, state: Path) -> Path:
             "broker": True,
             "workers_init_timeout": 180,
             "workers": [
-                "fakenos-worker-1",
+                # its devices and models are fetched at start: once NorFab's own file sharing worker is up
+                {"fakenos-worker-1": {"depends_on": ["filesharing-worker-1"]}},
                 {"nornir-worker-1": {"depends_on": ["fakenos-worker-1"]}},
                 # its records file is fetched at start: once FakeNOS fetched its own, file sharing answers
                 {"records-worker-1": {"depends_on": ["fakenos-worker-1"]}},
