@@ -28,6 +28,15 @@ from norfab_hermes.testing.embedded import running_norfab as norfab  # noqa: F40
 from norfab_hermes.testing.postgres import postgres_server
 from norfab_hermes.testing.scripted_model import ScriptedModelServer
 
+# the modules that took longest in make test (78-150 s each, 2026-12-03) run first: with --dist loadfile a module
+# runs whole on one process, and a long one handed out last would run alone at the suite's end
+LONGEST_FIRST = ("changes", "schedules", "eval", "notify_outage", "fleet", "schedule_fairness", "web", "lab")
+
+
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    rank = {f"tests/test_{name}.py": n for n, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest as collected
+
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[str]:
