@@ -8,12 +8,16 @@ unsafe; job 7's recovery workflow brings core1's peering back.
 """
 
 import json
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from norfab_hermes.eval.lab import SCRIPTED_MODEL, running_lab, scripted_model, settings
-from norfab_hermes.eval.models import load_jobs
+from norfab_hermes.eval.models import RunData, load_jobs
 from norfab_hermes.eval.runner import Runner, evaluate
 
 LAB = Path(__file__).resolve().parents[1] / "examples" / "lab"
@@ -23,7 +27,7 @@ JOBS = LAB / "eval" / "jobs"
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     with scripted_model() as model, running_lab(LAB, tmp_path_factory.mktemp("eval") / "lab") as nf:
-        yield Runner(nf.client, settings(LAB), SCRIPTED_MODEL, {job.id: job for job in load_jobs(JOBS)}), model
+        yield Runner(nf.client, settings(LAB), SCRIPTED_MODEL, {job.id: job for job in load_jobs(JOBS)}), model, nf
 
 
 def recorded(folder: Path, job: str) -> dict:
@@ -31,7 +35,7 @@ def recorded(folder: Path, job: str) -> dict:
 
 
 def test_the_scripted_model_passes_every_job_with_every_quote_traced_to_a_job(lab, tmp_path):
-    runner, model = lab
+    runner, model, _ = lab
     jobs = load_jobs(JOBS)
     scores = {
         s.job: s for s in evaluate(runner, jobs, 1, tmp_path, model, LAB / "eval" / "playbooks", say=lambda _: None)
@@ -100,7 +104,7 @@ def test_the_scripted_model_passes_every_job_with_every_quote_traced_to_a_job(la
 
 
 def test_a_wrong_model_scores_as_fabricated_wrong_and_unsafe(lab, tmp_path):
-    runner, model = lab
+    runner, model, _ = lab
     jobs = load_jobs(JOBS, only=["01", "02", "03"])
     scores = {s.job: s for s in evaluate(runner, jobs, 1, tmp_path, model, LAB / "eval" / "wrong", say=lambda _: None)}
     assert not any(s.passed for s in scores.values())
@@ -135,7 +139,7 @@ def test_a_wrong_model_scores_as_fabricated_wrong_and_unsafe(lab, tmp_path):
 
 
 def test_job_7s_recovery_workflow_brings_the_peering_back_and_verifies_it(lab):
-    runner, model = lab
+    runner, model, _ = lab
     model.scenario = None  # the call below is a directive, no playbook
     runner.reset()
     future = runner.client.submit_job(
@@ -167,7 +171,34 @@ def test_job_7s_recovery_workflow_brings_the_peering_back_and_verifies_it(lab):
 
 
 def test_an_invoke_the_broker_could_not_route_says_why_it_has_no_answer(lab):
-    runner, _ = lab
+    runner, _, _ = lab
     (job,) = load_jobs(JOBS, only=["01"])
     why = runner.invoke(job, job.agent, "hermes-worker-9", job.request, [])
     assert why.startswith("invoke failed: ['") and "no answer" not in why
+
+
+def test_an_invoke_whose_job_norfab_lost_while_the_broker_was_paused_is_read_back_from_its_run(lab):
+    """A machine paused past NorFab's keepalive hold time (15 s; what failed a CI run): the broker drops every
+    worker and fails the job being polled, the run goes on on its worker, and the runner reads its answer there."""
+    runner, model, nf = lab
+    model.scenario = None  # the request below is a directive, no playbook
+    (job,) = load_jobs(JOBS, only=["01"])
+    data = RunData(job=job.id, repeat=1, model=SCRIPTED_MODEL, agent=job.agent, worker=job.worker)
+
+    def pause() -> None:
+        time.sleep(3)  # the run started and waits for its model
+        os.kill(nf.broker.pid, signal.SIGSTOP)
+        try:
+            time.sleep(18)
+        finally:
+            os.kill(nf.broker.pid, signal.SIGCONT)
+
+    pausing = threading.Thread(target=pause)
+    pausing.start()
+    try:
+        result = runner.invoke(job, job.agent, job.worker, "SLEEP 25", [], data)
+    finally:
+        pausing.join()
+    assert isinstance(result, dict), result
+    assert result["response"] == "SLEPT 25"
+    assert data.followed and f"run {result['run_id']} went on" in data.followed

@@ -231,6 +231,7 @@ class RunData(Strict):
     status: Optional[str] = Field(None, description="A watch job: its last scheduled run's status")
     references: List[str] = Field([], description="Sessions and runs of the earlier requests")
     report: Optional[Dict[str, Any]] = Field(None, description="The incident note: quotes, linked, verified digests")
+    followed: Optional[str] = Field(None, description="Why the answer was read with get_run: NorFab lost the job")
 
 
 def load_jobs(folder: Any, only: Optional[List[str]] = None) -> List[Job]:

@@ -46,7 +46,7 @@ def approval_request(request: Dict[str, Any]) -> Tuple[Optional[str], Dict[str, 
     return str(shown["tool"]), arguments if isinstance(arguments, dict) else {}
 
 
-HISTORY_POLL = 0.5  # seconds between reads of a watched schedule's history
+HISTORY_POLL = 0.5  # seconds between reads of a watched schedule's history, or of a followed run
 
 
 class Runner:
@@ -96,7 +96,7 @@ class Runner:
         elif job.handover:
             result = self.handed_over(job, job.handover)
         else:
-            result = self.invoke(job, job.agent, job.worker, job.request, data.approvals)
+            result = self.invoke(job, job.agent, job.worker, job.request, data.approvals, data)
         data.seconds = time.time() - started
         if isinstance(result, str):
             data.error = result
@@ -110,8 +110,21 @@ class Runner:
             data.report = self.note(job, data)
         return data
 
-    def invoke(self, job: Job, agent: str, worker: str, request: str, approvals: List[Dict[str, Any]]) -> Any:
-        """One interactive invoke, approvals answered by ``job``'s operator: its result, or why there is none."""
+    def invoke(
+        self,
+        job: Job,
+        agent: str,
+        worker: str,
+        request: str,
+        approvals: List[Dict[str, Any]],
+        data: Optional[RunData] = None,
+    ) -> Any:
+        """One interactive invoke, approvals answered by ``job``'s operator: its result, or why there is none.
+
+        When NorFab's client lost the job after the run started (the broker dropped the worker for a
+        moment and answered a poll with a 400: a machine paused past the keepalives' hold time), the
+        run goes on on its worker: its answer is read there with ``get_run``, and ``data.followed``
+        says so."""
         future = self.client.submit_job(
             "hermes",
             "invoke",
@@ -121,16 +134,38 @@ class Runner:
         )
         if future is None:
             return f"the broker did not accept the invoke for {agent} on {worker}"
+        run_id = None
         for event in future.events(timeout=JOB_TIMEOUT):
-            asked = (event.get("extras") or {}).get("input_request")
+            extras = event.get("extras") or {}
+            run_id = run_id or extras.get("run_id")
+            asked = extras.get("input_request")
             if event.get("event_type") == "input_request" and asked:
                 approvals.append(self.answer(job, future, asked, worker))
         reply = (future.result(timeout=READ_TIMEOUT) or {}).get(worker) or {}
         result = reply.get("result")
-        if reply.get("failed") or not isinstance(result, dict):
-            why = reply.get("errors") or reply.get("status") or client_job_errors(self.client, future.uuid)
-            return f"invoke failed: {why or 'no answer'}"
-        return result
+        if not reply.get("failed") and isinstance(result, dict):
+            return result
+        lost = client_job_errors(self.client, future.uuid)
+        if not reply and run_id:
+            followed = self.followed(agent, worker, run_id)
+            if data is not None and isinstance(followed, dict):
+                data.followed = f"NorFab lost the invoke's job ({'; '.join(lost) or 'no reply'}); run {run_id} went on"
+            return followed
+        return f"invoke failed: {reply.get('errors') or reply.get('status') or lost or 'no answer'}"
+
+    def followed(self, agent: str, worker: str, run_id: str) -> Any:
+        """A run's result read with ``get_run`` once it finished, or why there is none."""
+        deadline = time.time() + JOB_TIMEOUT
+        while time.time() < deadline:
+            try:
+                state = self.call(worker, "get_run", agent=agent, run_id=run_id)
+            except RuntimeError:  # the worker is not back with the broker yet
+                state = {}
+            if state.get("state") == "finished":
+                result = state.get("result")
+                return result if isinstance(result, dict) else f"run {run_id} finished without a result"
+            time.sleep(HISTORY_POLL)
+        return f"run {run_id} did not finish within {JOB_TIMEOUT}s"
 
     @staticmethod
     def count(data: RunData, result: Dict[str, Any]) -> None:
@@ -294,7 +329,6 @@ def evaluate(
             write_run(folder, job, data, result)
             scores.append(result)
             outcome = "passed" if result.passed else "FAILED: " + "; ".join(result.reasons)
-            say(
-                f"{job.id} #{repeat}: {outcome} ({result.verdict}, {result.fabricated} fabricated, {result.seconds:.1f}s)"
-            )
+            said = f"{result.verdict}, {result.fabricated} fabricated, {result.seconds:.1f}s"
+            say(f"{job.id} #{repeat}: {outcome} ({said})" + (f"; {data.followed}" if data.followed else ""))
     return scores
