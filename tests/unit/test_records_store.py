@@ -451,9 +451,9 @@ def test_pruning_runs_at_most_hourly(records, monkeypatch):
     pruned = []
     monkeypatch.setattr(records.retention, "prune", lambda: pruned.append(1))
     records.retention.pruned = time.time()
-    records.prune_now_and_then()
+    records.retention.now_and_then()
     monkeypatch.setattr(retention_module, "PRUNE_INTERVAL", 0.0)
-    records.prune_now_and_then()
+    records.retention.now_and_then()
     assert pruned == [1]
 
 

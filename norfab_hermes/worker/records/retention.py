@@ -40,7 +40,6 @@ class Retention:
         db: the records' backend.
         in_order: runs a body in one write transaction, in the worker's write order, after what its outbox kept.
         append: adds an audit entry in the caller's transaction.
-        outbox: the worker keeps its writes in an outbox first (the fleet's record): its old marks go too.
     """
 
     def __init__(
@@ -50,14 +49,12 @@ class Retention:
         db: Backend[Any],
         in_order: Callable[[Callable[[Any], Any]], Any],
         append: Callable[..., None],
-        outbox: bool,
     ) -> None:
         self.worker = worker
         self.settings = settings
         self.db = db
         self.in_order = in_order
         self.append = append
-        self.outbox = outbox
         self.pruned = 0.0  # when the last prune started
         self._lock = threading.Lock()
 
@@ -89,7 +86,7 @@ class Retention:
             def rest(db: Any) -> None:
                 usage.prune(db, cutoff.strftime("%Y-%m-%d"))
                 occurrences.prune(db, cutoff.timestamp())
-                if self.outbox:  # the marks of writes moved long ago; each outbox's last one stays
+                if self.db.shared:  # the fleet's outboxes' marks of writes moved long ago; each one's last stays
                     db.execute(
                         "DELETE FROM buffered_writes WHERE applied < ? AND seq < "
                         "(SELECT max(seq) FROM buffered_writes newest WHERE newest.outbox = buffered_writes.outbox)",

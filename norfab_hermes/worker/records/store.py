@@ -99,7 +99,7 @@ class Records:
         self._nonces_pruned = 0.0
         self._order = threading.RLock()  # the worker's writes, in the order they reach the record or the outbox
         self.outbox = Outbox(root, worker, self.fleet, self._move, self._order) if self.fleet is not None else None
-        self.retention = Retention(worker, settings, self.db, self._in_order, self._append, self.outbox is not None)
+        self.retention = Retention(worker, settings, self.db, self._in_order, self._append)
 
     @property
     def path(self) -> Any:
@@ -137,7 +137,7 @@ class Records:
     def run_ended(self, state: RunStateData, finished: float) -> None:
         self._record("run_ended", {"state": state, "finished": finished})
         self._cases.pop(state.run_id, None)
-        self.prune_now_and_then()
+        self.retention.now_and_then()
 
     def approval(self, info: ApprovalInfo, kind: str, actor: Optional[str] = None) -> None:
         """An approval was requested, decided or expired (``kind``); the run waits or goes on."""
@@ -354,9 +354,6 @@ class Records:
         """Close what a crash left open (``restart``): pending approvals expire, runs end; (run ids, approval
         ids). ``unknown``: the change jobs that were in flight, from the change envelope's markers."""
         return self._in_order(lambda db: restart.settle(db, self.worker, unknown, self._append))
-
-    def prune_now_and_then(self) -> None:
-        self.retention.now_and_then()
 
     def prune(self) -> None:
         """Delete records past the retention (``retention``)."""
