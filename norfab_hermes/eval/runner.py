@@ -19,7 +19,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 from ..models import arguments_digest
 from ..norfab_compat import client_job_errors
@@ -33,6 +33,7 @@ from .scoring import Prices, RunScore, score
 
 JOB_TIMEOUT = 600  # seconds for one run; every agent's run_timeout is shorter
 READ_TIMEOUT = 60
+T = TypeVar("T")
 MESSAGES = 2000  # transcript messages to read: all of a run's
 
 
@@ -46,7 +47,18 @@ def approval_request(request: Dict[str, Any]) -> Tuple[Optional[str], Dict[str, 
     return str(shown["tool"]), arguments if isinstance(arguments, dict) else {}
 
 
-HISTORY_POLL = 0.5  # seconds between reads of a watched schedule's history, or of a followed run
+POLL = 0.5  # seconds between reads of a watched schedule's history, or of a followed run
+
+
+def polled(read: Callable[[], Optional[T]]) -> Optional[T]:
+    """The first answer of ``read`` that is not None, read every POLL for JOB_TIMEOUT at most; None after."""
+    deadline = time.time() + JOB_TIMEOUT
+    while time.time() < deadline:
+        answer = read()
+        if answer is not None:
+            return answer
+        time.sleep(POLL)
+    return None
 
 
 class Runner:
@@ -155,17 +167,19 @@ class Runner:
 
     def followed(self, agent: str, worker: str, run_id: str) -> Any:
         """A run's result read with ``get_run`` once it finished, or why there is none."""
-        deadline = time.time() + JOB_TIMEOUT
-        while time.time() < deadline:
+
+        def finished() -> Optional[Dict[str, Any]]:
             try:
                 state = self.call(worker, "get_run", agent=agent, run_id=run_id)
             except RuntimeError:  # the worker is not back with the broker yet
-                state = {}
-            if state.get("state") == "finished":
-                result = state.get("result")
-                return result if isinstance(result, dict) else f"run {run_id} finished without a result"
-            time.sleep(HISTORY_POLL)
-        return f"run {run_id} did not finish within {JOB_TIMEOUT}s"
+                return None
+            return state if state.get("state") == "finished" else None
+
+        state = polled(finished)
+        if state is None:
+            return f"run {run_id} did not finish within {JOB_TIMEOUT}s"
+        result = state.get("result")
+        return result if isinstance(result, dict) else f"run {run_id} finished without a result"
 
     @staticmethod
     def count(data: RunData, result: Dict[str, Any]) -> None:
@@ -213,13 +227,16 @@ class Runner:
         return last if last else f"the schedule's runs left no result: {history[0]}"
 
     def history(self, job: Job, schedule: Dict[str, Any], count: int) -> List[Dict[str, Any]]:
-        deadline = time.time() + JOB_TIMEOUT
-        while time.time() < deadline:
-            runs = self.call(job.worker, "schedule", action="history", limit=50, **schedule)["history"]
-            if len(runs) >= count:
-                return runs
-            time.sleep(HISTORY_POLL)
-        raise RuntimeError(f"run {count} of the watch of {job.id} did not land in its history")
+        def landed() -> Optional[List[Dict[str, Any]]]:
+            runs: List[Dict[str, Any]] = self.call(job.worker, "schedule", action="history", limit=50, **schedule)[
+                "history"
+            ]
+            return runs if len(runs) >= count else None
+
+        runs = polled(landed)
+        if runs is None:
+            raise RuntimeError(f"run {count} of the watch of {job.id} did not land in its history")
+        return runs
 
     def handed_over(self, job: Job, spec: Handover) -> Any:
         """The request as a shift handover across every hermes worker, written by the job's agent."""
