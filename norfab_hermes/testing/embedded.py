@@ -170,7 +170,8 @@ def write_worker_inventory(folder: Path, name: str, endpoint: str, shared_key: s
     """
     folder.mkdir(parents=True, exist_ok=True)
     inventory = {
-        "broker": {"endpoint": endpoint, "shared_key": shared_key},
+        # NorFab reads the file as a Jinja2 template: a key holding "{%" (Z85 has both) broke it, now and then
+        "broker": {"endpoint": endpoint, "shared_key": "{% raw %}" + shared_key + "{% endraw %}"},
         "logging": {"handlers": {"terminal": {"level": "CRITICAL"}, "file": {"level": "INFO"}}},
         "topology": {"broker": False, "workers": [name]},
         "workers": {name: [{"service": "hermes"}]},
