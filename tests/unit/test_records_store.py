@@ -270,6 +270,65 @@ def test_an_sqlite_without_the_trigram_tokenizer_keeps_its_record_and_reads_the_
         assert db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'runs_text%'").fetchall() == []
 
 
+def mergeable(path):
+    """Whether the file's text index has segments to merge: FTS5's own 'merge' tried and rolled back (it
+    counts fewer than two changes when a merge finds nothing: no level holds 'usermerge' segments)."""
+    db = sqlite3.connect(path, isolation_level=None, timeout=10)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        before = db.total_changes
+        db.execute("INSERT INTO runs_text (runs_text, rank) VALUES ('merge', 32)")
+        return db.total_changes - before >= 2
+    finally:
+        db.execute("ROLLBACK")
+        db.close()
+
+
+def merges_running(worker=WORKER):
+    return [thread for thread in threading.enumerate() if thread.name == f"{worker}-text-merges"]
+
+
+def test_the_runs_writes_leave_the_text_index_to_its_merges_thread(tmp_path):
+    """A run's start and end merge nothing of the text index (a merge held the write lock for hundreds of
+    milliseconds at a million runs): its thread merges what they leave, and the text filter finds the runs."""
+    records = Records(tmp_path, WORKER, RecordsSettings())
+    records.text.close()  # its thread stopped: what the writes alone leave
+    for n in range(50):
+        records.run_started(row(f"r{n}", instructions=f"check uplink-{n} on core-{n % 7}"))
+        records.run_ended(ended(f"r{n}", response=f"uplink-{n} FLAPPED at 02:{n:02d}"), time.time())
+    records.close()
+    path = tmp_path / RECORDS_FILE
+    assert mergeable(path)  # FTS5's automerge would have merged them as they were written
+
+    others = set(merges_running())  # other tests' records left open
+    records = Records(tmp_path, WORKER, RecordsSettings())  # its thread merges at the open, then after writes
+    for _ in range(200):
+        if not mergeable(path):
+            break
+        time.sleep(0.05)
+    assert not mergeable(path)
+    records.run_started(row("r50", instructions="check uplink-50"))
+    uplink_4 = [f"r{n}" for n in (*range(49, 39, -1), 4)]  # uplink-4 and uplink-40 to 49
+    assert [r.run_id for r in records.runs(GetRunsInput(text="UPLINK-4")).runs] == uplink_4
+    assert [r.run_id for r in records.runs(GetRunsInput(text="flapped at 02:07")).runs] == ["r7"]
+    index_agrees_with_the_runs(records)
+    assert set(merges_running()) - others
+    records.close()
+    assert set(merges_running()) - others == set()
+
+
+def test_a_text_index_an_older_worker_merged_as_it_wrote_is_merged_by_the_thread_after(tmp_path):
+    """A file whose index still merges as it is written (FTS5's default, before this worker) is switched over
+    when the worker opens it."""
+    Records(tmp_path, WORKER, RecordsSettings()).close()
+    with sqlite3.connect(tmp_path / RECORDS_FILE) as db:
+        db.execute("INSERT INTO runs_text (runs_text, rank) VALUES ('automerge', 4)")
+    records = Records(tmp_path, WORKER, RecordsSettings())
+    with records.db.reading() as db:
+        assert db.execute("SELECT v FROM runs_text_config WHERE k = 'automerge'").fetchone()[0] == 0
+    records.close()
+
+
 def index_agrees_with_the_runs(records):
     with records.db.reading() as db:  # FTS5 raises when its index and the runs it indexes disagree
         db.execute("INSERT INTO runs_text (runs_text, rank) VALUES ('integrity-check', 1)")

@@ -207,6 +207,11 @@ def trigrams(text: str) -> List[str]:
     return list(found.values())
 
 
+def text_indexed(db: Connection) -> bool:
+    """Whether the SQLite record has its text index (an SQLite without FTS5's trigram tokenizer has none)."""
+    return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs_text'").fetchone() is not None
+
+
 def _lookup(db: Connection, where: str, params: List[Any], text: str) -> Optional[List[str]]:
     """The trigrams of ``text`` SQLite looks up in its index (the rarest few in the newest of the runs the other
     filters leave), or None: it reads those runs instead. The index names the runs holding all the trigrams
@@ -214,7 +219,7 @@ def _lookup(db: Connection, where: str, params: List[Any], text: str) -> Optiona
     than a trigram, a common one, or other filters that leave fewer runs than the index would name, read the
     runs."""
     grams = trigrams(text)[:TEXT_TRIGRAMS]
-    if not grams or not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs_text'").fetchone():
+    if not grams or not text_indexed(db):
         return None  # no index: an SQLite without FTS5's trigram tokenizer (schema.py)
     newest = db.execute(  # their first characters: what the text is weighed on
         f"SELECT substr(instructions, 1, 1000), substr(response, 1, 1000) FROM runs WHERE {where} "

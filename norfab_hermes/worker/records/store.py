@@ -46,6 +46,7 @@ from .retention import Retention
 from .runs import RunRow, iso
 from .schema import SqliteSchema
 from .statements import Backend
+from .text_merges import TextMerges
 
 if TYPE_CHECKING:
     from .pg import PgDatabase  # the postgresql extra: a SQLite worker never imports the driver
@@ -100,6 +101,12 @@ class Records:
         self._order = threading.RLock()  # the worker's writes, in the order they reach the record or the outbox
         self.outbox = Outbox(root, worker, self.fleet, self._move, self._order) if self.fleet is not None else None
         self.retention = Retention(worker, settings, self.db, self._in_order, self._append)
+        self.text: Optional[TextMerges] = None  # the text index's merges: SQLite's, off the writes' path
+        if isinstance(self.db, Database):
+            with self.db.reading() as db:
+                if runs.text_indexed(db):
+                    self.text = TextMerges(worker, self.db)
+                    self.text.written()  # an index made at this open (an older worker's file) is merged at once
 
     @property
     def path(self) -> Any:
@@ -235,10 +242,13 @@ class Records:
         the fleet's audit chain meanwhile (the second time the head is read and locked: it cannot move)."""
         try:
             with self.db.transaction() as db:
-                return body(db)
+                done = body(db)
         except audit.ChainMoved:
             with self.db.transaction() as db:
-                return body(db)
+                done = body(db)
+        if self.text is not None:
+            self.text.written()
+        return done
 
     def _append(
         self,
@@ -370,4 +380,6 @@ class Records:
     def close(self) -> None:
         if self.outbox is not None:
             self.outbox.close()
+        if self.text is not None:
+            self.text.close()
         self.db.close()

@@ -3,9 +3,11 @@
 -- table, row by rowid), no positions (detail=none: LIKE on it reads the candidates' text) and no sizes
 -- (columnsize=0: nothing is ranked), so it adds about a hundred bytes per run. Kept by triggers in every
 -- write's own transaction; a file an older worker wrote is indexed whole when it is opened (schema.py).
+-- Its segments are merged by a thread of the worker (text_merges.py), not by the writes: automerge off.
 CREATE VIRTUAL TABLE IF NOT EXISTS runs_text USING fts5(
     instructions, response, content='runs', content_rowid='rowid', tokenize='trigram', detail='none', columnsize=0
 );
+INSERT INTO runs_text (runs_text, rank) VALUES ('automerge', 0);
 CREATE TRIGGER IF NOT EXISTS runs_text_insert AFTER INSERT ON runs BEGIN
     INSERT INTO runs_text (rowid, instructions, response) VALUES (new.rowid, new.instructions, new.response);
 END;
