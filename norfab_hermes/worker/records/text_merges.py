@@ -4,10 +4,11 @@ The runs' text index (SQLite's ``runs_text``, FTS5) merged by a thread of its ow
 FTS5 merges an index's segments as it is written (automerge), a work unit at a time, and each unit lands
 on whichever write crosses it: at a million runs a run's start or end held the record's write lock for up
 to 300 ms while it merged, and every other write waited. The index is kept with automerge off
-(``migrations/sqlite/0007_runs_text.sql``) and merged here instead: after the record is written, in steps
-of MERGE_PAGES pages, each its own short transaction with a pause as long after it, until a step finds nothing to
-merge (no level holds FTS5's ``usermerge`` segments: the shape automerge keeps). A write waits for one step
-at most. Were the thread to fall behind, FTS5's crisis merge (16 segments on a level) still bounds the index.
+(``migrations/sqlite/0007_runs_text.sql``) and merged here instead, a second after a write (with the
+writes of that second): in steps of MERGE_PAGES pages, each its own short transaction followed by a pause
+as long, until a step finds nothing to merge (no level holds FTS5's ``usermerge`` segments: the shape
+automerge keeps). A write waits for one step at most. Were the thread to fall behind, FTS5's crisis merge
+(16 segments on a level) still bounds the index.
 """
 
 import logging
@@ -21,6 +22,7 @@ from .db import Database
 log = logging.getLogger(__name__)
 
 MERGE_PAGES = 32  # FTS5 pages (4 KiB) merged per step: a write waits for one step, tens of milliseconds
+MERGE_DELAY = 1.0  # seconds from a write to the merge: the writes of that second are merged together
 MERGE_SHARE = 0.5  # of the time the thread holds the write lock at most while it merges: runs take it between
 
 
@@ -37,7 +39,7 @@ class TextMerges:
         self.worker = worker
         self.db = db
         self._wanted = threading.Event()
-        self._closed = False
+        self._closing = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._starting = threading.Lock()
 
@@ -45,7 +47,7 @@ class TextMerges:
         """The record was written: what the index now has to merge is merged (the thread starts at the first)."""
         if self._thread is None:
             with self._starting:
-                if self._thread is None and not self._closed:
+                if self._thread is None and not self._closing.is_set():
                     self._thread = threading.Thread(target=self._run, name=f"{self.worker}-text-merges", daemon=True)
                     self._thread.start()
         self._wanted.set()
@@ -60,21 +62,22 @@ class TextMerges:
     def _run(self) -> None:
         while True:
             self._wanted.wait()
-            self._wanted.clear()
-            if self._closed:
+            if self._closing.wait(MERGE_DELAY):
                 return
+            self._wanted.clear()
             try:
-                while not self._closed:
+                while True:
                     started = time.perf_counter()
                     if not self.step():
                         break
-                    time.sleep((time.perf_counter() - started) * (1 - MERGE_SHARE) / MERGE_SHARE)
+                    if self._closing.wait((time.perf_counter() - started) * (1 - MERGE_SHARE) / MERGE_SHARE):
+                        return
             except sqlite3.Error as error:  # a full disk, a file locked by an operator's sqlite3: the next write tries
                 log.warning(f"{self.worker} - Text index of the runs not merged: {error}")
 
     def close(self) -> None:
         """Stop merging (a step under way ends first)."""
-        self._closed = True
+        self._closing.set()
         self._wanted.set()
         if self._thread is not None:
             self._thread.join()
