@@ -74,8 +74,16 @@ def median(values: List[float]) -> float:
 
 
 def p95(values: List[float]) -> float:
+    return quantile(values, 0.95)
+
+
+def p99(values: List[float]) -> float:
+    return quantile(values, 0.99)
+
+
+def quantile(values: List[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def invoke(client: Any, agent: str, text: str, **kwargs: Any) -> Dict[str, Any]:

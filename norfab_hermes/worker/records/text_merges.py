@@ -4,8 +4,8 @@ The runs' text index (SQLite's ``runs_text``, FTS5) merged by a thread of its ow
 FTS5 merges an index's segments as it is written (automerge), a work unit at a time, and each unit lands
 on whichever write crosses it: at a million runs a run's start or end held the record's write lock for up
 to 300 ms while it merged, and every other write waited. The index is kept with automerge off
-(``migrations/sqlite/0007_runs_text.sql``) and merged here instead, a second after a write (with the
-writes of that second): in steps of MERGE_PAGES pages, each its own short transaction followed by a pause
+(``migrations/sqlite/0007_runs_text.sql``) and merged here instead, MERGE_DELAY after a write (with the
+writes meanwhile): in steps of MERGE_PAGES pages, each its own short transaction followed by a pause
 as long, until a step finds nothing to merge (no level holds FTS5's ``usermerge`` segments: the shape
 automerge keeps). A write waits for one step at most. Were the thread to fall behind, FTS5's crisis merge
 (16 segments on a level) still bounds the index.
@@ -22,7 +22,7 @@ from .db import Database
 log = logging.getLogger(__name__)
 
 MERGE_PAGES = 32  # FTS5 pages (4 KiB) merged per step: a write waits for one step, tens of milliseconds
-MERGE_DELAY = 1.0  # seconds from a write to the merge: the writes of that second are merged together
+MERGE_DELAY = 0.2  # seconds from a write to the merge: the writes meanwhile are merged with it
 MERGE_SHARE = 0.5  # of the time the thread holds the write lock at most while it merges: runs take it between
 
 
