@@ -178,9 +178,8 @@ def prune_while_writing(records: Records) -> Tuple[float, List[float], List[floa
                 largest[0] = max(largest[0], wal.stat().st_size)
             n += 1
 
-    records.retention.pruned = (
-        time.time()
-    )  # the writer's runs ending do not start a prune of their own: this one is timed
+    # the writer's runs ending do not start a prune of their own: this one is timed
+    records.retention.pruned = time.time()
     thread = threading.Thread(target=writer)
     thread.start()
     time.sleep(0.5)

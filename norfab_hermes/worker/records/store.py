@@ -106,7 +106,6 @@ class Records:
             with self.db.reading() as db:
                 if runs.text_indexed(db):
                     self.text = TextMerges(worker, self.db)
-                    self.text.written()  # an index made at this open (an older worker's file) is merged at once
 
     @property
     def path(self) -> Any:

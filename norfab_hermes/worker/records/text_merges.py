@@ -15,7 +15,6 @@ import logging
 import sqlite3
 import threading
 import time
-from typing import Optional
 
 from .db import Database
 
@@ -23,7 +22,6 @@ log = logging.getLogger(__name__)
 
 MERGE_PAGES = 32  # FTS5 pages (4 KiB) merged per step: a write waits for one step, tens of milliseconds
 MERGE_DELAY = 0.2  # seconds from a write to the merge: the writes meanwhile are merged with it
-MERGE_SHARE = 0.5  # of the time the thread holds the write lock at most while it merges: runs take it between
 
 
 class TextMerges:
@@ -32,24 +30,21 @@ class TextMerges:
 
     Args:
         worker: the worker's name (its log lines, the thread's name).
-        db: the record (its ``runs_text`` made).
+        db: the record (its ``runs_text`` made). What the index holds already is merged at once: an older
+            worker's file, indexed at this open, or merged as it was written.
     """
 
     def __init__(self, worker: str, db: Database) -> None:
         self.worker = worker
         self.db = db
         self._wanted = threading.Event()
+        self._wanted.set()
         self._closing = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-        self._starting = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name=f"{worker}-text-merges", daemon=True)
+        self._thread.start()
 
     def written(self) -> None:
-        """The record was written: what the index now has to merge is merged (the thread starts at the first)."""
-        if self._thread is None:
-            with self._starting:
-                if self._thread is None and not self._closing.is_set():
-                    self._thread = threading.Thread(target=self._run, name=f"{self.worker}-text-merges", daemon=True)
-                    self._thread.start()
+        """The record was written: what the index now has to merge is merged."""
         self._wanted.set()
 
     def step(self) -> bool:
@@ -70,7 +65,8 @@ class TextMerges:
                     started = time.perf_counter()
                     if not self.step():
                         break
-                    if self._closing.wait((time.perf_counter() - started) * (1 - MERGE_SHARE) / MERGE_SHARE):
+                    # a pause as long as the step: the thread holds the write lock half the time at most
+                    if self._closing.wait(time.perf_counter() - started):
                         return
             except sqlite3.Error as error:  # a full disk, a file locked by an operator's sqlite3: the next write tries
                 log.warning(f"{self.worker} - Text index of the runs not merged: {error}")
@@ -79,5 +75,4 @@ class TextMerges:
         """Stop merging (a step under way ends first)."""
         self._closing.set()
         self._wanted.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._thread.join()
