@@ -318,14 +318,46 @@ def test_the_runs_writes_leave_the_text_index_to_its_merges_thread(tmp_path):
 
 
 def test_a_text_index_an_older_worker_merged_as_it_wrote_is_merged_by_the_thread_after(tmp_path):
-    """A file whose index still merges as it is written (FTS5's default, before this worker) is switched over
-    when the worker opens it."""
+    """A file whose index still merges as it is written (FTS5's defaults, before this worker: automerge 4,
+    a write's crisis merge at 16 segments) is switched over when the worker opens it."""
     Records(tmp_path, WORKER, RecordsSettings()).close()
     with sqlite3.connect(tmp_path / RECORDS_FILE) as db:
         db.execute("INSERT INTO runs_text (runs_text, rank) VALUES ('automerge', 4)")
+        db.execute("INSERT INTO runs_text (runs_text, rank) VALUES ('crisismerge', 16)")
     records = Records(tmp_path, WORKER, RecordsSettings())
     with records.db.reading() as db:
-        assert db.execute("SELECT v FROM runs_text_config WHERE k = 'automerge'").fetchone()[0] == 0
+        config = dict(db.execute("SELECT k, v FROM runs_text_config WHERE k IN ('automerge', 'crisismerge')"))
+    assert config == {"automerge": 0, "crisismerge": 200}
+    records.close()
+
+
+def test_a_prune_merges_the_text_index_its_deletions_write_as_it_goes(tmp_path, monkeypatch):
+    """Between two of its transactions the prune merges the text index itself: its deletions write the index's
+    largest segments, and left to the thread (which merges the level of the most, the runs' small ones) they
+    piled up until a run's write met them in a crisis merge. The index still agrees with the runs."""
+    monkeypatch.setattr(retention_module, "PRUNE_BATCH", 10)
+    records = Records(tmp_path, WORKER, RecordsSettings(keep_days=1))
+    records.retention.pruned = time.time()  # the runs ending here start no prune of their own
+    old = time.time() - 3 * 86400
+    for n in range(60):
+        records.run_started(row(f"o{n}", started=old + n, instructions=f"check uplink-{n} on core-{n % 7}"))
+        records.run_ended(ended(f"o{n}", response=f"uplink-{n} FLAPPED"), old + n + 1)
+    records.run_started(row("new", instructions="check uplink-new"))
+    made = []  # the prune's statements, in order (the merges thread's are its own)
+    records.db._db.set_trace_callback(
+        lambda sql: made.append(sql) if threading.current_thread() is threading.main_thread() else None
+    )
+    records.prune()
+    records.db._db.set_trace_callback(None)
+    transactions = " ".join(made).split("BEGIN IMMEDIATE")[1:]
+    kinds = [
+        "delete" if "DELETE FROM runs " in t else "merge" if "VALUES ('merge'" in t else "other" for t in transactions
+    ]
+    deletes = [at for at, kind in enumerate(kinds) if kind == "delete"]
+    assert len(deletes) >= 6, kinds
+    assert all(kinds[at + 1] == "merge" for at in deletes[:-1]), kinds  # none after the last: the prune moves on
+    assert [r.run_id for r in records.runs(GetRunsInput(text="uplink")).runs] == ["new"]
+    index_agrees_with_the_runs(records)
     records.close()
 
 

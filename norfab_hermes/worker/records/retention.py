@@ -40,6 +40,7 @@ class Retention:
         db: the records' backend.
         in_order: runs a body in one write transaction, in the worker's write order, after what its outbox kept.
         append: adds an audit entry in the caller's transaction.
+        between: called between the prune's transactions (the SQLite text index merged as it goes).
     """
 
     def __init__(
@@ -49,12 +50,14 @@ class Retention:
         db: Backend[Any],
         in_order: Callable[[Callable[[Any], Any]], Any],
         append: Callable[..., None],
+        between: Callable[[], None] = lambda: None,
     ) -> None:
         self.worker = worker
         self.settings = settings
         self.db = db
         self.in_order = in_order
         self.append = append
+        self.between = between
         self.pruned = 0.0  # when the last prune started
         self._lock = threading.Lock()
 
@@ -136,6 +139,7 @@ class Retention:
 
     def _pause(self) -> None:
         """Between two transactions of a prune: the WAL checkpointed beside the writers (``Database.deleting``),
-        then a pause for them to take the lock."""
+        ``between``, then a pause for them to take the lock."""
         self.db.checkpoint()
+        self.between()
         time.sleep(PRUNE_PAUSE)

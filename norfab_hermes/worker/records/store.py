@@ -46,7 +46,7 @@ from .retention import Retention
 from .runs import RunRow, iso
 from .schema import SqliteSchema
 from .statements import Backend
-from .text_merges import TextMerges
+from .text_merges import PRUNE_MERGES, TextMerges
 
 if TYPE_CHECKING:
     from .pg import PgDatabase  # the postgresql extra: a SQLite worker never imports the driver
@@ -100,7 +100,7 @@ class Records:
         self._nonces_pruned = 0.0
         self._order = threading.RLock()  # the worker's writes, in the order they reach the record or the outbox
         self.outbox = Outbox(root, worker, self.fleet, self._move, self._order) if self.fleet is not None else None
-        self.retention = Retention(worker, settings, self.db, self._in_order, self._append)
+        self.retention = Retention(worker, settings, self.db, self._in_order, self._append, self._merge_text)
         self.text: Optional[TextMerges] = None  # the text index's merges: SQLite's, off the writes' path
         if isinstance(self.db, Database):
             with self.db.reading() as db:
@@ -367,6 +367,11 @@ class Records:
     def prune(self) -> None:
         """Delete records past the retention (``retention``)."""
         self.retention.prune()
+
+    def _merge_text(self) -> None:
+        """Between a prune's transactions: what they left the text index to merge, merged as the prune goes."""
+        if self.text is not None:
+            self.text.catch_up(PRUNE_MERGES)
 
     def _in_order(self, body: Callable[[Any], T]) -> T:
         """``body`` in one write transaction in the worker's write order, never while the outbox keeps writes

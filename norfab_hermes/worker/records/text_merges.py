@@ -7,14 +7,15 @@ to 300 ms while it merged, and every other write waited. The index is kept with 
 (``migrations/sqlite/0007_runs_text.sql``) and merged here instead, MERGE_DELAY after a write (with the
 writes meanwhile): in steps of MERGE_PAGES pages, each its own short transaction followed by a pause
 as long, until a step finds nothing to merge (no level holds FTS5's ``usermerge`` segments: the shape
-automerge keeps). A write waits for one step at most. Were the thread to fall behind, FTS5's crisis merge
-(16 segments on a level) still bounds the index.
+automerge keeps). A write waits for one step at most, and a prune makes steps of its own as it goes
+(``catch_up``). Were both to fall behind, a write's crisis merge (200 segments on a level) bounds the index.
 """
 
 import logging
 import sqlite3
 import threading
 import time
+from typing import Optional
 
 from .db import Database
 
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 
 MERGE_PAGES = 32  # FTS5 pages (4 KiB) merged per step: a write waits for one step, tens of milliseconds
 MERGE_DELAY = 0.2  # seconds from a write to the merge: the writes meanwhile are merged with it
+PRUNE_MERGES = 1  # steps a prune makes between two of its transactions (``catch_up``)
 
 
 class TextMerges:
@@ -54,22 +56,36 @@ class TextMerges:
             db.execute("INSERT INTO runs_text (runs_text, rank) VALUES ('merge', ?)", (MERGE_PAGES,))
             return db.total_changes - before >= 2
 
+    def catch_up(self, steps: int) -> None:
+        """Up to ``steps`` steps in the caller's thread, as the thread makes them: a prune's, between its
+        transactions. Its deletions write the index's largest segments; left to the thread, which merges
+        the level holding the most segments (the runs' small ones), they pile up until a run's write meets
+        them in a crisis merge."""
+        self._steps(steps)
+
     def _run(self) -> None:
         while True:
             self._wanted.wait()
             if self._closing.wait(MERGE_DELAY):
                 return
             self._wanted.clear()
-            try:
-                while True:
-                    started = time.perf_counter()
-                    if not self.step():
-                        break
-                    # a pause as long as the step: the thread holds the write lock half the time at most
-                    if self._closing.wait(time.perf_counter() - started):
-                        return
-            except sqlite3.Error as error:  # a full disk, a file locked by an operator's sqlite3: the next write tries
-                log.warning(f"{self.worker} - Text index of the runs not merged: {error}")
+            self._steps()
+
+    def _steps(self, most: Optional[int] = None) -> None:
+        """Steps until one finds nothing to merge (or ``most`` were made), each followed by a pause as long:
+        the write lock is held half the time at most. A failing step (a full disk, a file locked by an
+        operator's sqlite3) is logged: the next write tries again."""
+        made = 0
+        try:
+            while most is None or made < most:
+                started = time.perf_counter()
+                if not self.step():
+                    return
+                made += 1
+                if self._closing.wait(time.perf_counter() - started):
+                    return
+        except sqlite3.Error as error:
+            log.warning(f"{self.worker} - Text index of the runs not merged: {error}")
 
     def close(self) -> None:
         """Stop merging (a step under way ends first)."""
