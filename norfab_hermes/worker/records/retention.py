@@ -50,7 +50,7 @@ class Retention:
         db: Backend[Any],
         in_order: Callable[[Callable[[Any], Any]], Any],
         append: Callable[..., None],
-        between: Callable[[], None] = lambda: None,
+        between: Callable[[], None],
     ) -> None:
         self.worker = worker
         self.settings = settings

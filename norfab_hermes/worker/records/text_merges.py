@@ -56,25 +56,21 @@ class TextMerges:
             db.execute("INSERT INTO runs_text (runs_text, rank) VALUES ('merge', ?)", (MERGE_PAGES,))
             return db.total_changes - before >= 2
 
-    def catch_up(self, steps: int) -> None:
-        """Up to ``steps`` steps in the caller's thread, as the thread makes them: a prune's, between its
-        transactions. Its deletions write the index's largest segments; left to the thread, which merges
-        the level holding the most segments (the runs' small ones), they pile up until a run's write meets
-        them in a crisis merge."""
-        self._steps(steps)
-
     def _run(self) -> None:
         while True:
             self._wanted.wait()
             if self._closing.wait(MERGE_DELAY):
                 return
             self._wanted.clear()
-            self._steps()
+            self.catch_up()
 
-    def _steps(self, most: Optional[int] = None) -> None:
+    def catch_up(self, most: Optional[int] = None) -> None:
         """Steps until one finds nothing to merge (or ``most`` were made), each followed by a pause as long:
-        the write lock is held half the time at most. A failing step (a full disk, a file locked by an
-        operator's sqlite3) is logged: the next write tries again."""
+        the write lock is held half the time at most. The thread's, and a prune's between its transactions:
+        its deletions write the index's largest segments, and left to the thread, which merges the level
+        holding the most segments (the runs' small ones), they piled up until a run's write met them in a
+        crisis merge. A failing step (a full disk, a file locked by an operator's sqlite3) is logged: the
+        next write tries again."""
         made = 0
         try:
             while most is None or made < most:
