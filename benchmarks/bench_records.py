@@ -13,7 +13,7 @@ import sqlite3
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 import psycopg
 from common import WORKER, invoke, median, meets, p95, row, timed, worker
@@ -55,10 +55,19 @@ def size(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.glob(RECORDS_FILE + "*"))
 
 
-def one_run(records: Records, n: int, change: bool = False) -> None:
-    """What the worker records for one typical run (``change``: its approval is of a change, with its digest)."""
+def one_run(records: Records, n: int, change: bool = False, writes: Optional[List[float]] = None) -> None:
+    """What the worker records for one typical run (``change``: its approval is of a change, with its digest);
+    ``writes``: each of its writes' latency appended (a run makes them apart, as its steps happen)."""
     run_id, started = f"{n:012x}", time.time()
-    records.run_started(
+
+    def write(step: Callable[..., None], *args: Any) -> None:
+        took = time.perf_counter()
+        step(*args)
+        if writes is not None:
+            writes.append(time.perf_counter() - took)
+
+    write(
+        records.run_started,
         RunRow(
             run_id,
             "interfaces",
@@ -66,9 +75,9 @@ def one_run(records: Records, n: int, change: bool = False) -> None:
             started,
             f"Check interfaces on r{n % 50}: users report loss",
             client="noc-desk",
-        )
+        ),
     )
-    records.run_running(run_id, f"session-{n}")
+    write(records.run_running, run_id, f"session-{n}")
     calls = []
     for c in range(3):
         calls.append(
@@ -83,7 +92,7 @@ def one_run(records: Records, n: int, change: bool = False) -> None:
                 duration=0.41,
             )
         )
-        records.tool_call("interfaces", run_id, calls)
+        write(records.tool_call, "interfaces", run_id, calls)
     asked = ApprovalInfo(
         approval_id=f"a{n:011x}",
         run_id=run_id,
@@ -99,7 +108,7 @@ def one_run(records: Records, n: int, change: bool = False) -> None:
         change_digest="c4a1e2f0" if change else None,
         devices=[f"r{n % 50}"] if change else [],
     )
-    records.approval(asked, "requested")
+    write(records.approval, asked, "requested")
     decided = asked.model_copy(
         update={
             "state": "approved",
@@ -108,7 +117,7 @@ def one_run(records: Records, n: int, change: bool = False) -> None:
             "note": "CHG-42",
         }
     )
-    records.approval(decided, "decided", "noc-lead")
+    write(records.approval, decided, "decided", "noc-lead")
     events = [
         RunEvent(time="2026-12-01T02:10:00.000+00:00", message=f"tool show_interfaces completed, job {n:032x}")
         for _ in range(12)
@@ -137,7 +146,7 @@ def one_run(records: Records, n: int, change: bool = False) -> None:
         result=result,
         client="noc-desk",
     )
-    records.run_ended(state, started + 5)
+    write(records.run_ended, state, started + 5)
 
 
 def synthetic() -> List[Dict[str, Any]]:
